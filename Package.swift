@@ -1,0 +1,50 @@
+// swift-tools-version: 6.0
+// OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
+// Layout and rules: README.md. Arrows point one way:
+// musickit -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite.
+import PackageDescription
+
+let package = Package(
+    name: "OpenMusicKit",
+    products: [
+        .library(name: "AudioEngine", targets: ["AudioEngine"]),
+        .executable(name: "musickit", targets: ["musickit"]),
+        .executable(name: "musickit-bench", targets: ["Benchmarks"]),
+    ],
+    targets: [
+        // C libraries from Debian's packages, one system-library target each.
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(
+            name: "AudioEngine",
+            dependencies: ["CALSA", "CSndFile", "CSoxr", "CLinux"],
+            swiftSettings: [
+                // `@_noLocks` on the render step is verified where generics are specialized:
+                // in optimized builds (`swift build -c release`). Unoptimized builds cannot see
+                // through generic calls, so the check is off there.
+                .unsafeFlags(["-Xllvm", "-sil-disable-pass=performance-diagnostics"], .when(configuration: .debug)),
+            ]
+        ),
+        .executableTarget(
+            name: "musickit",
+            dependencies: ["AudioEngine"]
+        ),
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: ["AudioEngine"],
+            path: "Benchmarks"
+        ),
+
+        // Counts malloc/free per thread by interposing the allocator in the test process.
+        .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
+        .testTarget(
+            name: "AudioEngineTests",
+            dependencies: ["AudioEngine", "AllocationCounter"]
+        ),
+    ]
+)

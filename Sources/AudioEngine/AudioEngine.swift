@@ -1,0 +1,389 @@
+import Foundation
+import Synchronization
+
+/// Why the engine could not do what was asked.
+public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// `play()` or `prepare()` before a queue was set.
+    case noQueue
+    /// No entry of the queue could be opened; each failure is listed.
+    case nothingPlayable([DecoderError])
+    /// The PCM device could not be opened or configured.
+    case device(ALSAError)
+    /// The stream did not fill within the time allowed.
+    case timedOut(String)
+
+    public var description: String {
+        switch self {
+        case .noQueue: "nothing to play: the queue is empty"
+        case .nothingPlayable(let failures):
+            failures.isEmpty ? "nothing to play: the queue is empty"
+                : "nothing to play: " + failures.map(\.description).joined(separator: "; ")
+        case .device(let error): error.description
+        case .timedOut(let what): "timed out: \(what)"
+        }
+    }
+}
+
+/// Plays a queue of local audio files through ALSA, gaplessly.
+///
+/// A decoder thread reads the files (libsndfile), converts them to the stream's rate and
+/// channels and writes them into a lock-free ring; a real-time audio thread moves frames
+/// from the ring to the PCM device. Control calls post commands to the audio thread through
+/// a lock-free queue and wake it with an eventfd.
+///
+/// Thread safety: every method may be called from any thread; calls are serialized.
+/// Real-time safety: none of these methods may be called from a real-time thread (they take
+/// a mutex and may block); they never block the audio thread.
+public final class AudioEngine: Sendable {
+    public let configuration: AudioEngineConfiguration
+
+    private struct ControlState {
+        var provider: (any AudioEntryProvider)?
+        var session: EngineSession?
+        var status: AudioEngineStatus = .stopped
+    }
+    private let control = Mutex(ControlState())
+
+    private struct Listeners {
+        var continuations: [UUID: AsyncStream<AudioEngineEvent>.Continuation] = [:]
+        var handler: (@Sendable (AudioEngineEvent) -> Void)?
+    }
+    private let listeners = Mutex(Listeners())
+
+    public init(configuration: AudioEngineConfiguration = AudioEngineConfiguration()) {
+        self.configuration = configuration
+    }
+
+    deinit { stop() }
+
+    // MARK: - Queue
+
+    /// Replaces the queue. Stops what is playing; the next `prepare()`/`play()` starts at the
+    /// provider's first entry.
+    public func setQueue(_ provider: any AudioEntryProvider) {
+        stop()
+        control.withLock { $0.provider = provider }
+    }
+
+    /// Tells the engine the provider's entries after the current one changed (inserted,
+    /// removed, reordered), so the decoder re-reads what comes next.
+    public func queueDidChange() {
+        control.withLock { $0.session?.decoderControl.noteQueueChanged() }
+        control.withLock { $0.session?.decoderWake.signal() }
+    }
+
+    // MARK: - Transport
+
+    /// Opens and configures the device, opens the first entry and fills the device buffer
+    /// with its first frames, so that `play()` only has to start the stream. Blocks until
+    /// then (milliseconds). Does nothing when a stream is already open.
+    public func prepare() throws(AudioEngineError) {
+        let session = try openSessionIfNeeded()
+        if !session.waitUntilPrimed(timeout: 5) {
+            throw .timedOut("the first frames were not decoded within 5 s")
+        }
+        control.withLock { state in
+            if state.status == .stopped { state.status = .prepared }
+        }
+    }
+
+    /// Starts playback (preparing first when needed), or resumes after `pause()`.
+    public func play() throws(AudioEngineError) {
+        let status = control.withLock { $0.status }
+        if status == .finished { stop() }
+        let session = try openSessionIfNeeded()
+        control.withLock { $0.status = .playing }
+        session.send(status == .paused ? .resume : .start)
+    }
+
+    /// Pauses; `play()` or `resume()` continues from the same frame.
+    public func pause() {
+        sendIfOpen(.pause) { status in status == .playing ? .paused : status }
+    }
+
+    /// Continues after `pause()`.
+    public func resume() {
+        sendIfOpen(.resume) { status in status == .paused ? .playing : status }
+    }
+
+    /// Stops playback and closes the device. The queue stays; `play()` starts it over.
+    public func stop() {
+        let session = control.withLock { state -> EngineSession? in
+            defer {
+                state.session = nil
+                state.status = .stopped
+            }
+            return state.session
+        }
+        session?.close()
+    }
+
+    /// Skips to the entry after the one being heard. When its first frames are already
+    /// decoded (ring or preroll) the audio thread switches at once, without the decoder.
+    public func skipToNextEntry() {
+        sendIfOpen(.skipToNext) { $0 == .finished ? .playing : $0 }
+    }
+
+    /// Skips to the entry before the one being heard (from its start).
+    public func skipToPreviousEntry() {
+        sendIfOpen(.skipToPrevious) { $0 == .finished ? .playing : $0 }
+    }
+
+    /// Plays the heard entry from its start.
+    public func restartCurrentEntry() { seek(toFrame: 0) }
+
+    /// Moves within the entry being heard to `frame` (stream rate).
+    public func seek(toFrame frame: Int) {
+        sendIfOpen(.seek(frame: max(0, frame))) { $0 }
+    }
+
+    /// Moves within the entry being heard to `seconds`.
+    public func seek(toSeconds seconds: Double) {
+        let rate = control.withLock { $0.session?.device.configuration.sampleRate } ?? 0
+        seek(toFrame: Int((max(0, seconds) * Double(rate)).rounded()))
+    }
+
+    private func sendIfOpen(_ command: AudioCommand, status next: (AudioEngineStatus) -> AudioEngineStatus) {
+        control.withLock { state in
+            guard let session = state.session else { return }
+            state.status = next(state.status)
+            session.send(command)
+        }
+    }
+
+    // MARK: - State
+
+    public var status: AudioEngineStatus { control.withLock { $0.status } }
+
+    /// What is heard now: the entry and the frame within it.
+    public var position: AudioEnginePosition {
+        guard let session = control.withLock({ $0.session }) else {
+            return AudioEnginePosition(token: nil, frame: 0, sampleRate: 0)
+        }
+        let (token, frame) = session.shared.readPosition()
+        return AudioEnginePosition(token: token.map { .init(rawValue: $0) }, frame: frame,
+                                   sampleRate: session.device.configuration.sampleRate)
+    }
+
+    public var statistics: AudioEngineStatistics {
+        guard let session = control.withLock({ $0.session }) else {
+            return AudioEngineStatistics(device: nil, isRealtime: false, underruns: 0, xruns: 0, latencyInFrames: 0,
+                                         skips: .init())
+        }
+        let shared = session.shared
+        var skips = AudioEngineStatistics.SkipSources()
+        skips.deviceBuffer = shared.skipsFromDeviceBuffer.load(ordering: .relaxed)
+        skips.ring = shared.skipsFromRing.load(ordering: .relaxed)
+        skips.preroll = shared.skipsFromPreroll.load(ordering: .relaxed)
+        skips.decoder = shared.skipsWaitingForDecoder.load(ordering: .relaxed)
+        return AudioEngineStatistics(device: session.device.configuration,
+                                     isRealtime: shared.isRealtime.load(ordering: .relaxed),
+                                     underruns: shared.underruns.load(ordering: .relaxed),
+                                     xruns: shared.xruns.load(ordering: .relaxed),
+                                     latencyInFrames: shared.latencyFrames.load(ordering: .relaxed),
+                                     skips: skips)
+    }
+
+    /// Whether the next entry's first frames wait in a preroll slot (skips take them at once).
+    public var isNextEntryPrerolled: Bool {
+        guard let session = control.withLock({ $0.session }) else { return false }
+        return session.prerollSlots.contains { $0.state.load(ordering: .acquiring) == PrerollSlot.ready }
+    }
+
+    // MARK: - Events
+
+    /// A new stream of the engine's events from now on. Delivered on the decoder thread;
+    /// the stream buffers what its reader has not taken yet.
+    public func events() -> AsyncStream<AudioEngineEvent> {
+        let (stream, continuation) = AsyncStream<AudioEngineEvent>.makeStream()
+        let id = UUID()
+        listeners.withLock { $0.continuations[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            self?.listeners.withLock { _ = $0.continuations.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Calls `handler` with every event, on the engine's decoder thread, in order.
+    /// It must return quickly. Replaces the previous handler; nil removes it.
+    public func setEventHandler(_ handler: (@Sendable (AudioEngineEvent) -> Void)?) {
+        listeners.withLock { $0.handler = handler }
+    }
+
+    private func deliver(_ event: AudioEngineEvent, from session: EngineSession) {
+        control.withLock { state in
+            guard state.session === session else { return }
+            if event == .queueFinished { state.status = .finished }
+            if case .deviceFailed = event { state.status = .stopped }
+        }
+        let (continuations, handler) = listeners.withLock { (Array($0.continuations.values), $0.handler) }
+        handler?(event)
+        for continuation in continuations { continuation.yield(event) }
+    }
+
+    // MARK: - Session
+
+    private func openSessionIfNeeded() throws(AudioEngineError) -> EngineSession {
+        let result: Result<EngineSession, AudioEngineError> = control.withLock { state in
+            if let session = state.session { return .success(session) }
+            guard let provider = state.provider else { return .failure(.noQueue) }
+            do throws(AudioEngineError) {
+                let session = try EngineSession(configuration: configuration, provider: provider) { [weak self] session, event in
+                    self?.deliver(event, from: session)
+                }
+                state.session = session
+                return .success(session)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+}
+
+/// One open stream: the device, the two threads and the queues between them.
+final class EngineSession: @unchecked Sendable {
+    // @unchecked: every stored property is immutable and itself thread-safe, except
+    // `commands`, which is behind a mutex.
+    let device: PCMDevice
+    let shared = EngineSharedState()
+    let audioWake = WakeSignal()
+    let decoderWake = WakeSignal()
+    let decoderControl = DecoderControl()
+    let prerollSlots: [PrerollSlot]
+    private let commands: Mutex<RingBuffer<AudioCommand>.Producer>
+    private var audioThread: EngineThread?
+    private var decoderThread: EngineThread?
+    private let primedCondition = NSCondition()
+    private var isPrimed = false
+    private var isClosed = false
+
+    /// Called on the audio thread before it enters its loop (allocation tests start counting there).
+    static let audioThreadStartHook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init(configuration: AudioEngineConfiguration, provider: any AudioEntryProvider,
+         onEvent: @escaping @Sendable (EngineSession, AudioEngineEvent) -> Void) throws(AudioEngineError) {
+        // The first entry that opens decides the stream's rate; failures before it are reported.
+        var failures: [(AudioEntry.Token, DecoderError)] = []
+        var firstEntry: AudioEntry?
+        var firstFile: AudioFileDecoder?
+        var cursor: AudioEntry.Token?
+        while let entry = provider.entry(after: cursor) {
+            cursor = entry.token
+            do {
+                firstFile = try AudioFileDecoder(path: entry.path)
+                firstEntry = entry
+                break
+            } catch {
+                failures.append((entry.token, error))
+            }
+        }
+        guard let firstEntry, let firstFile else { throw .nothingPlayable(failures.map(\.1)) }
+        let sampleRate = configuration.sampleRate ?? firstFile.info.sampleRate
+        let channelCount = configuration.channelCount
+        do {
+            device = try PCMDevice(name: configuration.deviceName, request: PCMRequest(
+                sampleRate: sampleRate, channelCount: channelCount, sampleFormats: configuration.sampleFormats,
+                periodSizeInFrames: configuration.periodSizeInFrames,
+                bufferSizeInFrames: configuration.bufferSizeInFrames))
+        } catch {
+            throw .device(error)
+        }
+        let streamRate = device.configuration.sampleRate
+        let first: EntryDecoder
+        do {
+            first = try EntryDecoder(entry: firstEntry, opened: firstFile, streamRate: streamRate,
+                                     streamChannels: channelCount, chunkFrames: configuration.decodeChunkInFrames)
+        } catch {
+            throw .nothingPlayable(failures.map(\.1) + [error])
+        }
+
+        let ring = RingBuffer<Float>.make(capacity: configuration.ringCapacityInFrames * channelCount)
+        let markers = RingBuffer<SegmentMarker>.make(capacity: 1024)
+        let commandQueue = RingBuffer<AudioCommand>.make(capacity: 256)
+        let requests = RingBuffer<DecoderRequest>.make(capacity: 256)
+        let events = RingBuffer<AudioThreadEvent>.make(capacity: 1024)
+        let slots = (0..<2).map { _ in
+            PrerollSlot(capacityInFrames: configuration.prerollSizeInFrames, channelCount: channelCount)
+        }
+        commands = Mutex(commandQueue.producer)
+        prerollSlots = slots
+
+        let renderer = Handoff(AudioRenderer(
+            ring: ring.consumer, markers: markers.consumer, commands: commandQueue.consumer,
+            events: events.producer, requests: requests.producer, prerollSlots: slots, device: device,
+            shared: shared, wake: audioWake, decoderWake: decoderWake, firstToken: firstEntry.token.rawValue,
+            insertsSilenceOnUnderrun: configuration.underrunBehavior == .insertSilence))
+        let deliverFailures = failures
+        let decoderLoop = Handoff(DecoderLoop(
+            ring: ring.producer, markers: markers.producer, requests: requests.consumer,
+            audioEvents: events.consumer, prerollSlots: slots, provider: provider, wake: decoderWake,
+            audioWake: audioWake, shared: shared, control: decoderControl, deviceName: configuration.deviceName,
+            streamRate: streamRate, channelCount: channelCount, chunkFrames: configuration.decodeChunkInFrames,
+            first: first, deliver: { [weak self] event in
+                guard let self else { return }
+                switch event {
+                case .primed: self.markPrimed()
+                case .engine(let engineEvent): onEvent(self, engineEvent)
+                }
+            }))
+        for (token, error) in deliverFailures { onEvent(self, .entryFailed(token, error)) }
+
+        let priority = configuration.realtimePriority
+        let hook = EngineSession.audioThreadStartHook.withLock { $0 }
+        audioThread = EngineThread(name: "musickit-audio") {
+            var loop = renderer.take()
+            hook?()
+            loop.run(realtimePriority: priority)
+        }
+        decoderThread = EngineThread(name: "musickit-decode") {
+            var loop = decoderLoop.take()
+            loop.run()
+        }
+    }
+
+    func send(_ command: AudioCommand) {
+        let sent = commands.withLock { $0.push(command) }
+        precondition(sent, "the audio thread stopped reading commands")
+        audioWake.signal()
+    }
+
+    private func markPrimed() {
+        primedCondition.lock()
+        isPrimed = true
+        primedCondition.broadcast()
+        primedCondition.unlock()
+    }
+
+    /// Waits until the device buffer holds the first frames (or the queue's end).
+    func waitUntilPrimed(timeout: TimeInterval) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        primedCondition.lock()
+        defer { primedCondition.unlock() }
+        while !isPrimed {
+            if !primedCondition.wait(until: deadline) { return isPrimed }
+        }
+        return true
+    }
+
+    /// Stops both threads and waits for them.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        send(.stop)
+        decoderControl.requestStop()
+        decoderWake.signal()
+        audioThread?.join()
+        decoderThread?.join()
+    }
+
+    deinit { close() }
+}
+
+/// Moves a noncopyable value to the thread that takes it.
+final class Handoff<Value: ~Copyable>: @unchecked Sendable {
+    // @unchecked: set before the thread starts, taken once by that thread.
+    private var value: Value?
+    init(_ value: consuming Value) { self.value = consume value }
+    func take() -> Value { value.take()! }
+}

@@ -1,0 +1,652 @@
+import Glibc
+import Synchronization
+
+/// Everything the audio thread owns. Created on the control thread, then moved to the audio
+/// thread, which runs `run()` until a `.stop` command.
+///
+/// Real-time safety: after `init`, nothing here allocates, locks, logs or touches a file. The
+/// loop sleeps in `poll` on the PCM's descriptors and an eventfd, writes to the PCM, reads the
+/// decoded-frames ring and the marker/command queues, and writes to the event/request queues.
+/// The allocation test in `AudioThreadAllocationTests` holds it to that.
+struct AudioRenderer: ~Copyable {
+    enum Mode: Equatable {
+        /// Writing frames into the stopped device; starts it once primed when `autoStart`.
+        case filling(autoStart: Bool)
+        /// Primed and waiting for `.start`.
+        case ready
+        case running
+        /// Paused in place with `snd_pcm_pause`.
+        case paused
+        /// The queue's end was decoded: playing out what the device holds.
+        case draining
+        case finished
+        case failed
+    }
+
+    // Inputs
+    private var ring: RingBuffer<Float>.Consumer
+    private var markers: RingBuffer<SegmentMarker>.Consumer
+    private var commands: RingBuffer<AudioCommand>.Consumer
+    /// The session keeps the slots alive; unmanaged references keep reference counting (and
+    /// so any chance of a lock) out of the render step.
+    private let prerollSlots: UnsafeMutableBufferPointer<Unmanaged<PrerollSlot>>
+    // Outputs
+    private var events: RingBuffer<AudioThreadEvent>.Producer
+    private var requests: RingBuffer<DecoderRequest>.Producer
+    private let device: PCMDevice
+    private let shared: EngineSharedState
+    private let wake: WakeSignal
+    private let decoderWake: WakeSignal
+
+    private let channelCount: Int
+    private let periodFrames: Int
+    private let bytesPerFrame: Int
+    private let format: PCMSampleFormat
+    /// Silence keeps a real-time device running when the decoder is late; a device without a
+    /// clock (`null`, `file` over `null`) is instead left waiting, for exact offline output.
+    private let insertsSilenceOnUnderrun: Bool
+
+    /// One period of decoded samples, then the same in device format.
+    private let floatPeriod: UnsafeMutablePointer<Float>
+    private let devicePeriod: UnsafeMutableRawPointer
+    /// Frames of `devicePeriod` rendered but not yet accepted by the device.
+    private var periodPendingOffset = 0
+    private var periodPendingCount = 0
+
+    /// The last frames written, in device format, indexed by timeline frame, so what the
+    /// device dropped can be written again (pause without hardware pause, skip back to an
+    /// entry start still in the device buffer).
+    private let history: UnsafeMutableRawPointer
+    private let historyCapacityInFrames: Int
+    /// Frames of history to write again before new frames: (timeline frame, count).
+    private var replaySource = 0
+    private var replayRemaining = 0
+
+    private var timeline: OutputTimeline
+    /// Frames written to the device on the timeline.
+    private var framesWritten = 0
+    /// Timeline frame where the queue ends, once its end marker was read.
+    private var endOfQueueFrame: Int?
+    /// Timeline frame at the last (re)start of the device: nothing after it is heard before
+    /// the device starts, whatever its delay says (a `null` device reports none).
+    private var timelineFrameAtRestart = 0
+
+    // Read position in the decoded stream
+    private var readToken: UInt64 = 0
+    private var readEntryFrame = 0
+    private var segmentEpoch: UInt32 = 0
+    private var requiredEpoch: UInt32 = 0
+    private var prerollSlotIndex = -1
+    private var prerollOffset = 0
+
+    private(set) var mode: Mode = .filling(autoStart: false)
+    private var underruns = 0
+    private var inUnderrun = false
+    private var xruns = 0
+    private var primedAnnounced = false
+    /// Set inside the render step, which may not make system calls; signalled after it.
+    private var wakeDecoder = false
+    private var stopRequested = false
+
+    init(ring: consuming RingBuffer<Float>.Consumer,
+         markers: consuming RingBuffer<SegmentMarker>.Consumer,
+         commands: consuming RingBuffer<AudioCommand>.Consumer,
+         events: consuming RingBuffer<AudioThreadEvent>.Producer,
+         requests: consuming RingBuffer<DecoderRequest>.Producer,
+         prerollSlots: [PrerollSlot], device: PCMDevice, shared: EngineSharedState,
+         wake: WakeSignal, decoderWake: WakeSignal, firstToken: UInt64, insertsSilenceOnUnderrun: Bool) {
+        self.ring = ring
+        self.markers = markers
+        self.commands = commands
+        self.events = events
+        self.requests = requests
+        self.prerollSlots = .allocate(capacity: prerollSlots.count)
+        _ = self.prerollSlots.initialize(from: prerollSlots.map { Unmanaged.passUnretained($0) })
+        self.device = device
+        self.shared = shared
+        self.wake = wake
+        self.decoderWake = decoderWake
+        readToken = firstToken
+        self.insertsSilenceOnUnderrun = insertsSilenceOnUnderrun
+        let configuration = device.configuration
+        channelCount = configuration.channelCount
+        periodFrames = configuration.periodSizeInFrames
+        bytesPerFrame = configuration.bytesPerFrame
+        format = configuration.sampleFormat
+        floatPeriod = .allocate(capacity: periodFrames * channelCount)
+        floatPeriod.initialize(repeating: 0, count: periodFrames * channelCount)
+        devicePeriod = .allocate(byteCount: periodFrames * bytesPerFrame, alignment: 16)
+        historyCapacityInFrames = configuration.bufferSizeInFrames + 2 * periodFrames
+        history = .allocate(byteCount: historyCapacityInFrames * bytesPerFrame, alignment: 16)
+        history.initializeMemory(as: UInt8.self, repeating: 0, count: historyCapacityInFrames * bytesPerFrame)
+        timeline = OutputTimeline(capacity: 256)
+    }
+
+    deinit {
+        prerollSlots.deallocate()
+        floatPeriod.deallocate()
+        devicePeriod.deallocate()
+        history.deallocate()
+    }
+
+    // MARK: - Loop
+
+    /// Runs until `.stop`. Asks for SCHED_FIFO at `realtimePriority` and carries on without.
+    mutating func run(realtimePriority: Int32?) {
+        if let realtimePriority {
+            shared.isRealtime.store(EngineThread.requestRealtimePriority(realtimePriority), ordering: .relaxed)
+        }
+        let wakeSlot = device.pollDescriptorCount
+        device.pollDescriptors[wakeSlot] = pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0)
+        while !stopRequested {
+            processCommands()
+            if stopRequested { break }
+            service()
+            // Sleep: on the device while it runs, on the wake-up signal always; poll briefly
+            // while waiting for the decoder (it also wakes us when it writes).
+            let watchDevice = mode == .running || mode == .draining
+            let waitingForData = mode == .filling(autoStart: true) || mode == .filling(autoStart: false)
+            shared.audioWantsData.store(waitingForData, ordering: .relaxed)
+            let timeout: Int32 = waitingForData ? 2 : (watchDevice ? 200 : -1)
+            if watchDevice {
+                _ = poll(device.pollDescriptors, nfds_t(device.pollDescriptorCount + 1), timeout)
+            } else {
+                _ = poll(device.pollDescriptors + wakeSlot, 1, timeout)
+            }
+            if device.pollDescriptors[wakeSlot].revents != 0 { wake.drain() }
+        }
+        _ = device.drop()
+    }
+
+    // MARK: - Commands
+
+    private mutating func processCommands() {
+        while let command = commands.pop() {
+            switch command {
+            case .start:
+                switch mode {
+                case .ready: startDevice()
+                case .filling: mode = .filling(autoStart: true)
+                case .paused: resumeDevice()
+                default: break
+                }
+            case .pause:
+                switch mode {
+                case .running, .draining:
+                    if device.configuration.canPause && device.pause(true) == 0 {
+                        mode = .paused
+                    } else {
+                        // No pause in place: drop, and keep what was unheard to write again.
+                        let played = playedFrame()
+                        restartOutput(played: played, replayFrom: played, autoStart: false)
+                    }
+                case .filling: mode = .filling(autoStart: false)
+                default: break
+                }
+            case .resume:
+                switch mode {
+                case .paused: resumeDevice()
+                case .ready: startDevice()
+                case .filling: mode = .filling(autoStart: true)
+                default: break
+                }
+            case .skipToNext: skipToNext()
+            case .skipToPrevious:
+                flushAndRequest(.previous(before: heardOrReadToken(), epoch: requiredEpoch &+ 1))
+            case .seek(let frame):
+                flushAndRequest(.reposition(token: heardOrReadToken(), frame: frame, epoch: requiredEpoch &+ 1))
+            case .stop:
+                stopRequested = true
+            }
+        }
+    }
+
+    private var isPlaying: Bool {
+        switch mode {
+        case .running, .draining, .filling(autoStart: true): true
+        default: false
+        }
+    }
+
+    /// The entry at the output (heard, or about to be heard when the device starts).
+    private func heardOrReadToken() -> UInt64 {
+        guard let current = timeline.current(atPlayed: playedFrame()), current.kind != .endOfQueue else {
+            return readToken
+        }
+        return current.token
+    }
+
+    /// Skip to the entry after the one heard, from the fastest place that holds its start:
+    /// the device buffer (written, not yet heard), the ring, the preroll slot, or the decoder.
+    private mutating func skipToNext() {
+        let played = playedFrame()
+        advanceTimeline(toPlayed: played)
+        let autoStart = isPlaying || mode == .finished
+        if let start = timeline.firstEntryStart(after: played) {
+            shared.skipsFromDeviceBuffer.add(1, ordering: .relaxed)
+            restartOutput(played: played, replayFrom: start, autoStart: autoStart)
+            return
+        }
+        if prerollSlotIndex < 0, segmentEpoch == requiredEpoch, let marker = markers.peek(),
+           marker.epoch == requiredEpoch, marker.kind == .entryStart || marker.kind == .endOfQueue {
+            // The next entry's start is already decoded: drop the rest of this one.
+            shared.skipsFromRing.add(1, ordering: .relaxed)
+            _ = ring.discard(upTo: (marker.ringFrame - ring.totalRead / channelCount) * channelCount)
+            releasePeriodRemainder()
+            restartOutput(played: played, replayFrom: nil, autoStart: autoStart)
+            return
+        }
+        for index in prerollSlots.indices {
+            let slot = prerollSlots[index].takeUnretainedValue()
+            if slot.state.compareExchange(expected: PrerollSlot.ready, desired: PrerollSlot.taken,
+                                          ordering: .acquiringAndReleasing).exchanged {
+                shared.skipsFromPreroll.add(1, ordering: .relaxed)
+                releasePrerollSlot()
+                requiredEpoch &+= 1
+                _ = requests.push(.continueAfterPreroll(slot: index, epoch: requiredEpoch))
+                decoderWake.signal()
+                releasePeriodRemainder()
+                restartOutput(played: played, replayFrom: nil, autoStart: autoStart)
+                prerollSlotIndex = index
+                prerollOffset = 0
+                beginSegment(kind: .entryStart, token: slot.token, entryFrame: slot.entryFrame, isNatural: false)
+                return
+            }
+        }
+        shared.skipsWaitingForDecoder.add(1, ordering: .relaxed)
+        flushAndRequest(.next(after: heardOrReadToken(), epoch: requiredEpoch &+ 1))
+    }
+
+    /// Drops what the device holds and everything decoded, and asks the decoder for `request`
+    /// (whose epoch must be `requiredEpoch + 1`).
+    private mutating func flushAndRequest(_ request: DecoderRequest) {
+        let played = playedFrame()
+        advanceTimeline(toPlayed: played)
+        let autoStart = isPlaying || mode == .finished
+        releasePrerollSlot()
+        requiredEpoch &+= 1
+        _ = requests.push(request)
+        decoderWake.signal()
+        releasePeriodRemainder()
+        restartOutput(played: played, replayFrom: nil, autoStart: autoStart)
+    }
+
+    private mutating func releasePrerollSlot() {
+        if prerollSlotIndex >= 0 {
+            prerollSlots[prerollSlotIndex]._withUnsafeGuaranteedRef {
+                $0.state.store(PrerollSlot.empty, ordering: .releasing)
+            }
+            prerollSlotIndex = -1
+        }
+    }
+
+    private mutating func releasePeriodRemainder() {
+        periodPendingCount = 0
+        periodPendingOffset = 0
+    }
+
+    /// Drops the device's contents at `played` and prepares it again; the timeline continues
+    /// from `played`. With `replayFrom`, the history from there on is written again first.
+    private mutating func restartOutput(played: Int, replayFrom: Int?, autoStart: Bool) {
+        let dropResult = device.drop()
+        if dropResult < 0 { return fail(code: dropResult, operation: .drop) }
+        let prepareResult = device.prepare()
+        if prepareResult < 0 { return fail(code: prepareResult, operation: .prepare) }
+        timeline.rewind(toPlayed: played, replayingFrom: replayFrom)
+        if let replayFrom {
+            replaySource = replayFrom
+            replayRemaining = max(0, framesWritten - replayFrom)
+        } else {
+            replayRemaining = 0
+        }
+        if let end = endOfQueueFrame {
+            if let replayFrom, end >= replayFrom {
+                endOfQueueFrame = end - (replayFrom - played)
+            } else if replayFrom == nil || end > played {
+                endOfQueueFrame = nil
+            }
+        }
+        framesWritten = played
+        timelineFrameAtRestart = played
+        primedAnnounced = false
+        inUnderrun = false
+        mode = .filling(autoStart: autoStart)
+        publishPosition(played: played)
+    }
+
+    private mutating func startDevice() {
+        let result = device.start()
+        if result < 0 { return fail(code: result, operation: .start) }
+        mode = endOfQueueFrame == nil ? .running : .draining
+    }
+
+    private mutating func resumeDevice() {
+        let result = device.pause(false)
+        if result < 0 { return fail(code: result, operation: .pause) }
+        mode = endOfQueueFrame == nil ? .running : .draining
+    }
+
+    private mutating func fail(code: Int32, operation: DeviceOperation) {
+        mode = .failed
+        _ = events.push(.deviceFailed(code: code, operation: operation))
+        decoderWake.signal()
+    }
+
+    // MARK: - Writing
+
+    /// Writes what the device can take and publishes what was heard.
+    private mutating func service() {
+        switch mode {
+        case .filling(let autoStart):
+            fill(autoStart: autoStart)
+        case .running, .draining:
+            writeAvailable()
+        case .ready, .paused, .finished, .failed:
+            break
+        }
+        let played = playedFrame()
+        advanceTimeline(toPlayed: played)
+        publishPosition(played: played)
+        if mode == .draining, let end = endOfQueueFrame, played >= end {
+            _ = device.drop()
+            mode = .finished
+        }
+    }
+
+    /// Fills the stopped device. Primed when its buffer is full, when the queue's end was
+    /// read, or (when it should start) as soon as a period is in and nothing more is ready.
+    private mutating func fill(autoStart: Bool) {
+        let bufferFrames = device.configuration.bufferSizeInFrames
+        var wroteSomething = false
+        // Count what is in the stopped device ourselves: some plugins (null, file) always
+        // report room.
+        while framesWritten - timelineFrameAtRestart + periodFrames <= bufferFrames || periodPendingCount > 0 {
+            let available = device.availableFrames()
+            if available < 0 { return recoverDevice(available) }
+            if available < periodFrames { break }
+            let written = writeOnePeriod(padWithSilence: false)
+            if written < 0 { return }
+            if written == 0 { break }
+            wroteSomething = true
+        }
+        let buffered = framesWritten - timelineFrameAtRestart
+        let full = buffered + periodFrames > bufferFrames || device.availableFrames() < periodFrames
+        let primed = full || endOfQueueFrame != nil || (autoStart && buffered > 0 && !wroteSomething)
+        guard primed else { return }
+        if !primedAnnounced {
+            primedAnnounced = true
+            _ = events.push(.primed)
+            decoderWake.signal()
+        }
+        if autoStart {
+            if buffered == 0 && endOfQueueFrame != nil {
+                mode = .draining
+            } else {
+                startDevice()
+            }
+        } else {
+            mode = .ready
+        }
+    }
+
+    /// Keeps the running device fed, period by period, padding with silence when the decoder
+    /// is late (an underrun, unless configured to wait) or the queue has ended (draining, at
+    /// most one buffer of silence past the end). Writes at most one buffer per call, so a
+    /// device that always has room (`null`) does not keep the loop from its commands.
+    private mutating func writeAvailable() {
+        var budget = device.configuration.bufferSizeInFrames
+        while budget > 0 {
+            if let end = endOfQueueFrame, framesWritten - end >= device.configuration.bufferSizeInFrames {
+                return
+            }
+            let available = device.availableFrames()
+            if available < 0 { return recoverDevice(available) }
+            if available < periodFrames { return }
+            let written = writeOnePeriod(padWithSilence: endOfQueueFrame != nil || insertsSilenceOnUnderrun)
+            if written <= 0 { return }
+            budget -= written
+        }
+    }
+
+    /// Renders one period (or finishes the pending part of the last one) and writes it.
+    /// Returns frames written, 0 when nothing was ready, or -1 after a device failure.
+    private mutating func writeOnePeriod(padWithSilence: Bool) -> Int {
+        if periodPendingCount == 0 {
+            let rendered = renderPeriod(padWithSilence: padWithSilence)
+            if wakeDecoder {
+                wakeDecoder = false
+                decoderWake.signal()
+            }
+            if rendered == 0 { return 0 }
+            periodPendingOffset = 0
+            periodPendingCount = rendered
+        }
+        let result = device.write(devicePeriod + periodPendingOffset * bytesPerFrame, frameCount: periodPendingCount)
+        if result == -Int(EAGAIN) { return 0 }
+        if result < 0 {
+            recoverDevice(result)
+            return -1
+        }
+        recordHistory(devicePeriod + periodPendingOffset * bytesPerFrame, frameCount: result)
+        periodPendingOffset += result
+        periodPendingCount -= result
+        return result
+    }
+
+    /// The render step: fills `devicePeriod` with up to one period in device format, from the
+    /// history (replays) or from the preroll slot and the ring, padded with silence when asked.
+    /// Returns the frames rendered. Pure Swift; the compiler checks it takes no lock and
+    /// allocates nothing (`@_noLocks`, optimized builds).
+    @_noLocks
+    private mutating func renderPeriod(padWithSilence: Bool) -> Int {
+        var rendered = 0
+        if replayRemaining > 0 {
+            rendered = copyFromHistory(maximumFrames: periodFrames)
+        } else {
+            rendered = renderFromSources(maximumFrames: periodFrames)
+            if rendered > 0 {
+                convertSamples(floatPeriod, count: rendered * channelCount, to: devicePeriod, format: format)
+            }
+        }
+        if rendered < periodFrames && padWithSilence {
+            // Silence: the queue ended (draining) or the decoder is late (underrun).
+            (devicePeriod + rendered * bytesPerFrame)
+                .initializeMemory(as: UInt8.self, repeating: 0, count: (periodFrames - rendered) * bytesPerFrame)
+            if endOfQueueFrame == nil {
+                if !inUnderrun {
+                    inUnderrun = true
+                    underruns += 1
+                    shared.underruns.store(underruns, ordering: .relaxed)
+                    _ = events.push(.underrun(total: underruns))
+                    wakeDecoder = true
+                }
+            } else if mode == .running {
+                mode = .draining
+            }
+            rendered = periodFrames
+        } else if rendered == periodFrames {
+            inUnderrun = false
+        }
+        return rendered
+    }
+
+    @_noLocks
+    private mutating func copyFromHistory(maximumFrames: Int) -> Int {
+        let count = min(maximumFrames, replayRemaining)
+        for frame in 0..<count {
+            let slot = (replaySource + frame) % historyCapacityInFrames
+            (devicePeriod + frame * bytesPerFrame)
+                .copyMemory(from: history + slot * bytesPerFrame, byteCount: bytesPerFrame)
+        }
+        replaySource += count
+        replayRemaining -= count
+        return count
+    }
+
+    @_noLocks
+    private mutating func recordHistory(_ bytes: UnsafeRawPointer, frameCount: Int) {
+        var remaining = frameCount
+        var source = bytes
+        while remaining > 0 {
+            let slot = framesWritten % historyCapacityInFrames
+            let run = min(remaining, historyCapacityInFrames - slot)
+            (history + slot * bytesPerFrame).copyMemory(from: source, byteCount: run * bytesPerFrame)
+            framesWritten += run
+            remaining -= run
+            source += run * bytesPerFrame
+        }
+    }
+
+    /// After -EPIPE (underrun at the device) or -ESTRPIPE (suspend): recover, count, refill.
+    private mutating func recoverDevice(_ error: Int) {
+        let result = device.recover(from: Int32(error))
+        if result < 0 { return fail(code: Int32(error), operation: .write) }
+        xruns += 1
+        shared.xruns.store(xruns, ordering: .relaxed)
+        _ = events.push(.xrun(total: xruns))
+        decoderWake.signal()
+        // The device is prepared again and will not start by itself (start threshold).
+        let wasPlaying = isPlaying
+        timelineFrameAtRestart = playedFrame()
+        framesWritten = max(framesWritten, timelineFrameAtRestart)
+        mode = .filling(autoStart: wasPlaying)
+        primedAnnounced = true
+    }
+
+    // MARK: - Reading decoded frames
+
+    /// Fills `floatPeriod` from the preroll slot or the ring, following the markers.
+    /// Returns frames rendered; stops early at the queue's end or when nothing is ready.
+    @_noLocks
+    private mutating func renderFromSources(maximumFrames: Int) -> Int {
+        var filled = 0
+        while filled < maximumFrames {
+            if prerollSlotIndex >= 0 {
+                let slot = prerollSlots[prerollSlotIndex]
+                let slotFrames = slot._withUnsafeGuaranteedRef { $0.frameCount }
+                let slotSamples = slot._withUnsafeGuaranteedRef { $0.samples }
+                let count = min(maximumFrames - filled, slotFrames - prerollOffset)
+                UnsafeMutableRawPointer(floatPeriod + filled * channelCount).copyMemory(
+                    from: slotSamples + prerollOffset * channelCount,
+                    byteCount: count * channelCount * MemoryLayout<Float>.stride)
+                prerollOffset += count
+                readEntryFrame += count
+                filled += count
+                if prerollOffset == slotFrames { releasePrerollSlot() }
+                continue
+            }
+            // Load the ring's fill level before the marker queue: a marker is pushed before
+            // its frames, so any frame seen here has its marker visible below.
+            let availableFrames = ring.availableCount() / channelCount
+            let readFrame = ring.totalRead / channelCount
+            var readable = availableFrames
+            if let marker = markers.peek() {
+                if marker.ringFrame == readFrame {
+                    _ = markers.pop()
+                    if apply(marker, atTimelineFrame: framesWritten + filled) { break }
+                    continue
+                }
+                readable = min(readable, marker.ringFrame - readFrame)
+            }
+            if readable == 0 { break }
+            if segmentEpoch != requiredEpoch {
+                // Decoded before a skip or seek: never to be heard.
+                _ = ring.discard(upTo: readable * channelCount)
+                continue
+            }
+            let count = min(readable, maximumFrames - filled)
+            let (first, second) = ring.readableSegments(maximumCount: count * channelCount)
+            let destination = UnsafeMutableRawPointer(floatPeriod + filled * channelCount)
+            destination.copyMemory(from: first.baseAddress!, byteCount: first.count * MemoryLayout<Float>.stride)
+            if second.count > 0 {
+                (destination + first.count * MemoryLayout<Float>.stride).copyMemory(
+                    from: second.baseAddress!, byteCount: second.count * MemoryLayout<Float>.stride)
+            }
+            ring.commitRead(count: count * channelCount)
+            readEntryFrame += count
+            filled += count
+        }
+        return filled
+    }
+
+    /// Applies a marker reached in the ring. Returns true at the end of the queue.
+    private mutating func apply(_ marker: SegmentMarker, atTimelineFrame timelineFrame: Int) -> Bool {
+        segmentEpoch = marker.epoch
+        guard marker.epoch == requiredEpoch else { return false }
+        switch marker.kind {
+        case .entryStart, .continuation:
+            readToken = marker.token
+            readEntryFrame = marker.entryFrame
+            // An entry start right after the previous entry's frames is a natural boundary.
+            let kind: TimelineSegment.Kind = marker.kind == .entryStart ? .entryStart : .continuation
+            timeline.append(TimelineSegment(kind: kind, timelineFrame: timelineFrame, token: marker.token,
+                                            entryFrame: marker.entryFrame,
+                                            isNatural: marker.kind == .entryStart && marker.isNatural))
+            return false
+        case .failed:
+            timeline.append(TimelineSegment(kind: .failed, timelineFrame: timelineFrame, token: marker.token,
+                                            entryFrame: 0, isNatural: true))
+            return false
+        case .endOfQueue:
+            endOfQueueFrame = timelineFrame
+            timeline.append(TimelineSegment(kind: .endOfQueue, timelineFrame: timelineFrame, token: marker.token,
+                                            entryFrame: 0, isNatural: marker.isNatural))
+            return true
+        }
+    }
+
+    private mutating func beginSegment(kind: TimelineSegment.Kind, token: UInt64, entryFrame: Int, isNatural: Bool) {
+        readToken = token
+        readEntryFrame = entryFrame
+        timeline.append(TimelineSegment(kind: kind, timelineFrame: framesWritten, token: token,
+                                        entryFrame: entryFrame, isNatural: isNatural))
+    }
+
+    // MARK: - What is heard
+
+    private func playedFrame() -> Int {
+        switch mode {
+        case .filling, .ready: return timelineFrameAtRestart
+        default: break
+        }
+        let delay = device.delayFrames()
+        if delay < 0 { return framesWritten }
+        shared.latencyFrames.store(delay, ordering: .relaxed)
+        return max(0, framesWritten - delay)
+    }
+
+    /// Announces what became audible by `played`, in order. Nothing is audible before the
+    /// device starts.
+    private mutating func advanceTimeline(toPlayed played: Int) {
+        switch mode {
+        case .filling, .ready, .failed: return
+        case .running, .paused, .draining, .finished: break
+        }
+        let eventsBefore = events.totalWritten
+        while let (segment, previous) = timeline.popHeard(atPlayed: played) {
+            let previousWasEntry = previous.map { $0.kind == .entryStart || $0.kind == .continuation } ?? false
+            switch segment.kind {
+            case .entryStart:
+                if segment.isNatural, previousWasEntry, let previous {
+                    _ = events.push(.entryFinished(token: previous.token))
+                }
+                _ = events.push(.entryStarted(token: segment.token, streamFrame: segment.timelineFrame))
+            case .continuation:
+                break
+            case .failed:
+                _ = events.push(.entryFailed(token: segment.token))
+            case .endOfQueue:
+                if segment.isNatural, previousWasEntry, let previous {
+                    _ = events.push(.entryFinished(token: previous.token))
+                }
+                _ = events.push(.queueFinished)
+            }
+        }
+        if events.totalWritten != eventsBefore { decoderWake.signal() }
+    }
+
+    private func publishPosition(played: Int) {
+        let position = timeline.position(atPlayed: played)
+        shared.publishPosition(token: position.token, frame: position.frame, playedFrames: played)
+    }
+}

@@ -1,0 +1,365 @@
+import Synchronization
+
+/// What the control thread tells the decoder thread (not real-time: a mutex is fine here).
+final class DecoderControl: Sendable {
+    private struct Flags {
+        var stop = false
+        var queueChanged = false
+    }
+    private let flags = Mutex(Flags())
+
+    func requestStop() { flags.withLock { $0.stop = true } }
+    func noteQueueChanged() { flags.withLock { $0.queueChanged = true } }
+
+    func take() -> (stop: Bool, queueChanged: Bool) {
+        flags.withLock { flags in
+            defer { flags.queueChanged = false }
+            return (flags.stop, flags.queueChanged)
+        }
+    }
+}
+
+/// What the decoder thread reports to the engine (delivered on the decoder thread).
+enum SessionEvent: Sendable {
+    case primed
+    case engine(AudioEngineEvent)
+}
+
+/// The decoder thread: decodes the queue into the ring ahead of the audio thread, keeps the
+/// next entry's first frames in a preroll slot, answers the audio thread's requests after a
+/// skip or seek, and pumps the audio thread's events to the engine.
+///
+/// Decoding polls for work between chunks (no interruption): each step is one chunk, after
+/// which requests and stop are checked. Real-time safety: none needed; this thread does file
+/// I/O and allocates. It never blocks the audio thread: all it shares with it are the
+/// lock-free queues and the preroll slots' atomic states.
+struct DecoderLoop: ~Copyable {
+    private var ring: RingBuffer<Float>.Producer
+    private var markers: RingBuffer<SegmentMarker>.Producer
+    private var requests: RingBuffer<DecoderRequest>.Consumer
+    private var audioEvents: RingBuffer<AudioThreadEvent>.Consumer
+    private let prerollSlots: [PrerollSlot]
+    private let provider: any AudioEntryProvider
+    private let wake: WakeSignal
+    private let audioWake: WakeSignal
+    private let shared: EngineSharedState
+    private let control: DecoderControl
+    private let deviceName: String
+    private let deliver: @Sendable (SessionEvent) -> Void
+    private let streamRate: Int
+    private let channelCount: Int
+    private let chunkFrames: Int
+
+    private var epoch: UInt32 = 0
+    private var current: EntryDecoder?
+    /// The most recent entry started; the next one is `provider.entry(after:)` it.
+    private var lastToken: UInt64?
+    private var endOfQueueWritten = false
+
+    private struct Preroll {
+        var slot: Int
+        var decoder: EntryDecoder
+        /// Entries between the current one and the prerolled one that could not be opened.
+        var skippedFailures: [(AudioEntry.Token, DecoderError)]
+    }
+    private var preroll: Preroll?
+    /// The audio thread took the preroll slot; its request is on the way.
+    private var prerollTakenByAudio = false
+    /// Nothing follows the current entry (until the queue changes or a request moves us).
+    private var nothingToPreroll = false
+    /// Why entries failed, until the audio thread announces it (heard order).
+    private var failures: [UInt64: DecoderError] = [:]
+
+    init(ring: consuming RingBuffer<Float>.Producer,
+         markers: consuming RingBuffer<SegmentMarker>.Producer,
+         requests: consuming RingBuffer<DecoderRequest>.Consumer,
+         audioEvents: consuming RingBuffer<AudioThreadEvent>.Consumer,
+         prerollSlots: [PrerollSlot], provider: any AudioEntryProvider,
+         wake: WakeSignal, audioWake: WakeSignal, shared: EngineSharedState,
+         control: DecoderControl, deviceName: String, streamRate: Int, channelCount: Int,
+         chunkFrames: Int, first: EntryDecoder,
+         deliver: @escaping @Sendable (SessionEvent) -> Void) {
+        self.ring = ring
+        self.markers = markers
+        self.requests = requests
+        self.audioEvents = audioEvents
+        self.prerollSlots = prerollSlots
+        self.provider = provider
+        self.wake = wake
+        self.audioWake = audioWake
+        self.shared = shared
+        self.control = control
+        self.deviceName = deviceName
+        self.streamRate = streamRate
+        self.channelCount = channelCount
+        self.chunkFrames = chunkFrames
+        self.deliver = deliver
+        start(first, kind: .entryStart, entryFrame: 0, isNatural: false)
+    }
+
+    mutating func run() {
+        while true {
+            let flags = control.take()
+            if flags.stop { break }
+            if flags.queueChanged {
+                _ = retractPreroll()
+                nothingToPreroll = false
+            }
+            pumpAudioEvents()
+            while let request = requests.pop() { handle(request) }
+            if decodeIntoRing() || fillPreroll() { continue }
+            wake.wait(timeoutMilliseconds: 20)
+        }
+    }
+
+    // MARK: - Events
+
+    private mutating func pumpAudioEvents() {
+        while let event = audioEvents.pop() {
+            switch event {
+            case .primed: deliver(.primed)
+            case .entryStarted(let token, let frame):
+                deliver(.engine(.entryStarted(.init(rawValue: token), streamFrame: frame)))
+            case .entryFinished(let token):
+                deliver(.engine(.entryFinished(.init(rawValue: token))))
+            case .entryFailed(let token):
+                if let error = failures.removeValue(forKey: token) {
+                    deliver(.engine(.entryFailed(.init(rawValue: token), error)))
+                }
+            case .underrun(let total): deliver(.engine(.underrun(total: total)))
+            case .xrun(let total): deliver(.engine(.xrun(total: total)))
+            case .queueFinished: deliver(.engine(.queueFinished))
+            case .deviceFailed(let code, let operation):
+                deliver(.engine(.deviceFailed(ALSAError(operation: operation.functionName, code: code,
+                                                        device: deviceName, hint: nil))))
+            }
+        }
+    }
+
+    // MARK: - Requests from the audio thread
+
+    private mutating func handle(_ request: DecoderRequest) {
+        switch request {
+        case .continueAfterPreroll(let slot, let newEpoch):
+            epoch = newEpoch
+            prerollTakenByAudio = false
+            endOfQueueWritten = false
+            nothingToPreroll = false
+            guard let taken = preroll, taken.slot == slot else {
+                // Cannot happen: the slot was published by this thread. Recover by moving on.
+                advance(isNatural: false)
+                return
+            }
+            preroll = nil
+            // Entries skipped on the way were never heard: report them now.
+            for (token, error) in taken.skippedFailures { deliver(.engine(.entryFailed(token, error))) }
+            let continuesAt = prerollSlots[slot].entryFrame + prerollSlots[slot].frameCount
+            start(taken.decoder, kind: .continuation, entryFrame: continuesAt, isNatural: false)
+        case .next(let token, let newEpoch):
+            resetForRequest(epoch: newEpoch)
+            lastToken = token
+            advance(isNatural: false)
+        case .previous(let token, let newEpoch):
+            resetForRequest(epoch: newEpoch)
+            let target = provider.entry(before: AudioEntry.Token(rawValue: token)) ?? entry(withToken: token)
+            if let target {
+                lastToken = provider.entry(before: target.token)?.token.rawValue
+                open(target, isNatural: false)
+            } else {
+                lastToken = token
+                advance(isNatural: false)
+            }
+        case .reposition(let token, let frame, let newEpoch):
+            let reusable = current?.token == token ? current : nil
+            resetForRequest(epoch: newEpoch)
+            do {
+                let decoder: EntryDecoder
+                if let reusable {
+                    decoder = reusable
+                } else if let target = entry(withToken: token) {
+                    decoder = try EntryDecoder(entry: target, streamRate: streamRate,
+                                               streamChannels: channelCount, chunkFrames: chunkFrames)
+                } else {
+                    lastToken = token
+                    advance(isNatural: false)
+                    return
+                }
+                try decoder.seek(toEntryFrame: frame)
+                start(decoder, kind: .continuation, entryFrame: frame, isNatural: false)
+            } catch {
+                fail(token: token, error: error, isNatural: false)
+                lastToken = token
+                advance(isNatural: true)
+            }
+        }
+    }
+
+    private mutating func resetForRequest(epoch newEpoch: UInt32) {
+        epoch = newEpoch
+        current = nil
+        _ = retractPreroll()
+        endOfQueueWritten = false
+        nothingToPreroll = false
+    }
+
+    /// The entry with `token`, found through the provider.
+    private func entry(withToken token: UInt64) -> AudioEntry? {
+        let key = AudioEntry.Token(rawValue: token)
+        let candidate = provider.entry(after: provider.entry(before: key)?.token)
+        return candidate?.token == key ? candidate : nil
+    }
+
+    // MARK: - Moving through the queue
+
+    /// Starts `decoder` as the current entry: its marker goes into the ring before its frames.
+    private mutating func start(_ decoder: EntryDecoder, kind: SegmentMarker.Kind, entryFrame: Int, isNatural: Bool) {
+        current = decoder
+        lastToken = decoder.token
+        endOfQueueWritten = false
+        pushMarker(SegmentMarker(kind: kind, ringFrame: ring.totalWritten / channelCount, token: decoder.token,
+                                 entryFrame: entryFrame, epoch: epoch, isNatural: isNatural))
+    }
+
+    /// Moves on from `lastToken` to the next entry that opens (the preroll when it holds it).
+    private mutating func advance(isNatural: Bool) {
+        current = nil
+        if let held = preroll {
+            guard retractPreroll() else { return }  // the audio thread took it; its request follows
+            for (token, error) in held.skippedFailures {
+                fail(token: token.rawValue, error: error, isNatural: isNatural)
+            }
+            // The preroll's frames come first, then whatever was decoded beyond them.
+            let slot = prerollSlots[held.slot]
+            held.decoder.carry = Array(UnsafeBufferPointer(start: slot.samples, count: slot.frameCount * channelCount))
+                + held.decoder.carry
+            start(held.decoder, kind: .entryStart, entryFrame: slot.entryFrame, isNatural: isNatural)
+            return
+        }
+        while let next = provider.entry(after: lastToken.map { AudioEntry.Token(rawValue: $0) }) {
+            if open(next, isNatural: isNatural) { return }
+        }
+        endOfQueueWritten = true
+        pushMarker(SegmentMarker(kind: .endOfQueue, ringFrame: ring.totalWritten / channelCount,
+                                 token: lastToken ?? 0, entryFrame: 0, epoch: epoch, isNatural: isNatural))
+    }
+
+    /// Opens `entry` and starts it; on failure records it (so the failure is announced when
+    /// heard) and returns false.
+    @discardableResult
+    private mutating func open(_ entry: AudioEntry, isNatural: Bool) -> Bool {
+        do {
+            let decoder = try EntryDecoder(entry: entry, streamRate: streamRate,
+                                           streamChannels: channelCount, chunkFrames: chunkFrames)
+            start(decoder, kind: .entryStart, entryFrame: 0, isNatural: isNatural)
+            return true
+        } catch {
+            fail(token: entry.token.rawValue, error: error, isNatural: isNatural)
+            lastToken = entry.token.rawValue
+            return false
+        }
+    }
+
+    private mutating func fail(token: UInt64, error: DecoderError, isNatural: Bool) {
+        failures[token] = error
+        pushMarker(SegmentMarker(kind: .failed, ringFrame: ring.totalWritten / channelCount, token: token,
+                                 entryFrame: 0, epoch: epoch, isNatural: isNatural))
+    }
+
+    private mutating func pushMarker(_ marker: SegmentMarker) {
+        // The audio thread reads markers as it plays; if it is paused with a full queue, wait.
+        while !markers.push(marker) {
+            if control.take().stop { return }
+            wake.wait(timeoutMilliseconds: 5)
+        }
+    }
+
+    /// Takes the preroll slot back. False when the audio thread owns it (it skipped to it).
+    private mutating func retractPreroll() -> Bool {
+        guard let held = preroll else { return true }
+        let slot = prerollSlots[held.slot]
+        if slot.state.compareExchange(expected: PrerollSlot.ready, desired: PrerollSlot.empty,
+                                      ordering: .acquiringAndReleasing).exchanged {
+            preroll = nil
+            return true
+        }
+        prerollTakenByAudio = true
+        return false
+    }
+
+    // MARK: - Decoding
+
+    /// Decodes one chunk of the current entry into the ring. False when there was nothing to do.
+    private mutating func decodeIntoRing() -> Bool {
+        guard let decoder = current else {
+            if endOfQueueWritten || prerollTakenByAudio { return false }
+            advance(isNatural: true)
+            return true
+        }
+        if !decoder.carry.isEmpty {
+            let written = decoder.carry.withUnsafeBufferPointer { ring.write(from: $0) }
+            if written == 0 { return false }
+            decoder.carry.removeFirst(written)
+            wakeAudioIfWaiting()
+            return true
+        }
+        guard ring.availableCount() >= decoder.maximumChunkSamples else { return false }
+        do {
+            let samples = try decoder.nextChunk()
+            if samples.isEmpty {
+                if decoder.isFinished { advance(isNatural: true) }
+                return true
+            }
+            let written = ring.write(from: samples)
+            precondition(written == samples.count, "the ring had room for a whole chunk")
+            wakeAudioIfWaiting()
+        } catch {
+            // Broken or cut short: what was decoded plays, then the queue moves on.
+            fail(token: decoder.token, error: error, isNatural: true)
+            advance(isNatural: true)
+        }
+        return true
+    }
+
+    private func wakeAudioIfWaiting() {
+        if shared.audioWantsData.load(ordering: .relaxed) { audioWake.signal() }
+    }
+
+    /// Decodes the first frames of the entry after the current one into a free preroll slot.
+    private mutating func fillPreroll() -> Bool {
+        guard preroll == nil, !nothingToPreroll, !prerollTakenByAudio, let current else { return false }
+        guard let slotIndex = prerollSlots.indices.first(where: {
+            prerollSlots[$0].state.load(ordering: .acquiring) == PrerollSlot.empty
+        }) else { return false }
+        var skipped: [(AudioEntry.Token, DecoderError)] = []
+        var after = AudioEntry.Token(rawValue: current.token)
+        while let next = provider.entry(after: after) {
+            do {
+                let decoder = try EntryDecoder(entry: next, streamRate: streamRate,
+                                               streamChannels: channelCount, chunkFrames: chunkFrames)
+                let slot = prerollSlots[slotIndex]
+                var framesInSlot = 0
+                while framesInSlot < slot.capacityInFrames && !decoder.isFinished {
+                    let samples = try decoder.nextChunk()
+                    let fitting = min(samples.count, (slot.capacityInFrames - framesInSlot) * channelCount)
+                    if fitting > 0 {
+                        (slot.samples + framesInSlot * channelCount).update(from: samples.baseAddress!, count: fitting)
+                    }
+                    if fitting < samples.count { decoder.carry.append(contentsOf: samples[fitting...]) }
+                    framesInSlot += fitting / channelCount
+                }
+                slot.frameCount = framesInSlot
+                slot.token = decoder.token
+                slot.entryFrame = 0
+                slot.state.store(PrerollSlot.ready, ordering: .releasing)
+                preroll = Preroll(slot: slotIndex, decoder: decoder, skippedFailures: skipped)
+                return true
+            } catch {
+                skipped.append((next.token, error))
+                after = next.token
+            }
+        }
+        // Nothing playable follows; advance() reports the failures when it gets there.
+        nothingToPreroll = true
+        return false
+    }
+}

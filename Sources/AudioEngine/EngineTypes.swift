@@ -1,0 +1,289 @@
+import Synchronization
+
+/// One thing to play: a local audio file, identified in the engine by a token.
+public struct AudioEntry: Sendable, Hashable {
+    /// Identifies an entry in events and positions; unique within one queue.
+    public struct Token: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: UInt64
+        public init(rawValue: UInt64) { self.rawValue = rawValue }
+        public var description: String { "#\(rawValue)" }
+    }
+
+    public let token: Token
+    /// Path of a local audio file (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...).
+    public let path: String
+    /// Where in the file playback starts, in seconds (nil: the beginning).
+    public var startTime: Double?
+    /// Where in the file playback ends, in seconds (nil: the end).
+    public var endTime: Double?
+
+    public init(token: Token, path: String, startTime: Double? = nil, endTime: Double? = nil) {
+        self.token = token
+        self.path = path
+        self.startTime = startTime
+        self.endTime = endTime
+    }
+}
+
+/// Supplies the engine's queue lazily: the engine asks for the entry after (or before) the
+/// one it has, when it needs it, so a queue of any length costs nothing up front.
+///
+/// Thread safety: called from the engine's decoder thread and from the thread that calls
+/// `prepare`/`play`; implementations must be thread-safe. Never called on the audio thread.
+public protocol AudioEntryProvider: AnyObject, Sendable {
+    /// The entry after `token`, or the first entry when `token` is nil; nil at the end.
+    func entry(after token: AudioEntry.Token?) -> AudioEntry?
+    /// The entry before `token`; nil at the start.
+    func entry(before token: AudioEntry.Token) -> AudioEntry?
+}
+
+/// An `AudioEntryProvider` over a list of files, for the CLI and tests.
+public final class AudioEntryList: AudioEntryProvider {
+    private let entries: [AudioEntry]
+    private let indexByToken: [AudioEntry.Token: Int]
+
+    /// Entries for `paths`, with tokens 1, 2, 3, ...
+    public convenience init(paths: [String]) {
+        self.init(entries: paths.enumerated().map { index, path in
+            AudioEntry(token: .init(rawValue: UInt64(index + 1)), path: path)
+        })
+    }
+
+    public init(entries: [AudioEntry]) {
+        self.entries = entries
+        indexByToken = Dictionary(entries.enumerated().map { ($1.token, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public var count: Int { entries.count }
+
+    public func entry(after token: AudioEntry.Token?) -> AudioEntry? {
+        guard let token else { return entries.first }
+        guard let index = indexByToken[token], index + 1 < entries.count else { return nil }
+        return entries[index + 1]
+    }
+
+    public func entry(before token: AudioEntry.Token) -> AudioEntry? {
+        guard let index = indexByToken[token], index > 0 else { return nil }
+        return entries[index - 1]
+    }
+}
+
+/// What the engine reports, in the order it happens.
+public enum AudioEngineEvent: Sendable, Equatable {
+    /// The entry's first frame (or the frame playback resumed at) reached the device's output:
+    /// it is being heard now, not merely decoded. `streamFrame` counts frames heard since the
+    /// stream opened.
+    case entryStarted(AudioEntry.Token, streamFrame: Int)
+    /// The entry's last frame was heard and the next one (if any) follows without a gap.
+    case entryFinished(AudioEntry.Token)
+    /// The entry could not be played (or stopped early); the queue moves on.
+    case entryFailed(AudioEntry.Token, DecoderError)
+    /// The decoder did not keep up: silence was played. `total` counts them since the stream opened.
+    case underrun(total: Int)
+    /// The device ran dry or was suspended and was recovered. `total` counts them.
+    case xrun(total: Int)
+    /// The last entry was heard to its end; the stream is stopped.
+    case queueFinished
+    /// The device failed and playback stopped.
+    case deviceFailed(ALSAError)
+}
+
+/// Where playback is, as heard at the device's output.
+public struct AudioEnginePosition: Sendable, Equatable {
+    /// The entry being heard, nil before the first frame is heard.
+    public var token: AudioEntry.Token?
+    /// Frames of that entry heard so far, at the stream's sample rate.
+    public var frame: Int
+    /// The stream's sample rate.
+    public var sampleRate: Int
+
+    public var seconds: Double { sampleRate > 0 ? Double(frame) / Double(sampleRate) : 0 }
+}
+
+/// The engine's playback status.
+public enum AudioEngineStatus: Sendable, Equatable {
+    /// No stream is open.
+    case stopped
+    /// The stream is open and its buffer holds the first frames; `play()` starts it.
+    case prepared
+    case playing
+    case paused
+    /// The queue was played to its end.
+    case finished
+}
+
+/// Settings for an engine. The defaults aim at low latency on a desktop sound server.
+public struct AudioEngineConfiguration: Sendable, Equatable {
+    /// ALSA PCM name: `default` (on a desktop, PipeWire or PulseAudio), `pulse`, `hw:0,0`,
+    /// `file:FILE=/tmp/out.raw,FORMAT=raw`, `null`, ...
+    public var deviceName: String = "default"
+    /// The stream's rate; nil takes the first entry's rate. Entries at another rate are converted.
+    public var sampleRate: Int?
+    /// Channels of the stream; mono entries are duplicated, wider ones mixed down.
+    public var channelCount: Int = 2
+    /// Device sample formats to try, in order.
+    public var sampleFormats: [PCMSampleFormat] = [.int16, .int32, .float32]
+    /// Frames per device period: the audio thread's wake-up interval and the skip floor.
+    public var periodSizeInFrames: Int = 256
+    /// Frames the device buffers: the headroom against scheduling delays.
+    public var bufferSizeInFrames: Int = 1024
+    /// Decoded audio kept ahead of the device, in frames.
+    public var ringCapacityInFrames: Int = 65_536
+    /// Frames of the next entry decoded ahead so a skip starts at once.
+    public var prerollSizeInFrames: Int = 8_192
+    /// Frames the decoder reads per step.
+    public var decodeChunkInFrames: Int = 4_096
+    /// SCHED_FIFO priority asked for the audio thread; nil to not ask.
+    public var realtimePriority: Int32? = 70
+    /// What the audio thread does when the decoder has nothing ready for a running device.
+    public var underrunBehavior: UnderrunBehavior = .insertSilence
+
+    public enum UnderrunBehavior: Sendable, Equatable {
+        /// Play silence and count an underrun: keeps a real-time device (speakers, a sound
+        /// server) running.
+        case insertSilence
+        /// Write nothing until frames are ready: for devices without a clock (`null`, `file`
+        /// over `null`) that render offline, so the output is exactly the decoded stream.
+        case waitForData
+    }
+
+    public init(deviceName: String = "default") {
+        self.deviceName = deviceName
+    }
+}
+
+/// Counters and facts about the open stream.
+public struct AudioEngineStatistics: Sendable, Equatable {
+    /// What the device agreed to; nil when no stream is open.
+    public var device: PCMConfiguration?
+    /// Whether the audio thread runs with SCHED_FIFO.
+    public var isRealtime: Bool
+    public var underruns: Int
+    public var xruns: Int
+    /// Frames from a write to its sound at the output, as the device reported it last.
+    public var latencyInFrames: Int
+    /// Where skips to the next entry found its first frames.
+    public var skips: SkipSources
+
+    public struct SkipSources: Sendable, Equatable {
+        /// Already written to the device but not yet heard: written again at once.
+        public var deviceBuffer = 0
+        /// Already decoded into the ring.
+        public var ring = 0
+        /// The preroll slot (decoded ahead for this).
+        public var preroll = 0
+        /// Nothing ready: waited for the decoder.
+        public var decoder = 0
+        public init() {}
+    }
+}
+
+// MARK: - Messages between the engine's threads (all trivial values: nothing to free)
+
+/// Where a run of frames in the ring begins (pushed by the decoder before the frames).
+struct SegmentMarker {
+    enum Kind: UInt8 {
+        /// An entry's first frame (or its start time).
+        case entryStart
+        /// An entry continues at `entryFrame` (after a skip to its preroll, or a seek).
+        case continuation
+        /// The entry `token` could not be played; nothing of it follows.
+        case failed
+        /// No more entries; `ringFrame` is the end of the queue.
+        case endOfQueue
+    }
+
+    var kind: Kind
+    /// Absolute frame index in the ring's stream of frames.
+    var ringFrame: Int
+    var token: UInt64
+    /// The entry's frame (stream rate) at `ringFrame`.
+    var entryFrame: Int
+    /// Which flush this segment belongs to; the audio thread drops segments of older epochs.
+    var epoch: UInt32
+    /// Reached by decoding on from the previous entry's end, not after a skip or seek.
+    var isNatural: Bool
+}
+
+/// Control thread -> audio thread.
+enum AudioCommand {
+    case start
+    case pause
+    case resume
+    case skipToNext
+    case skipToPrevious
+    /// Stream-rate frame within the entry being heard.
+    case seek(frame: Int)
+    case stop
+}
+
+/// Audio thread -> decoder thread: what to decode after the audio thread dropped frames.
+enum DecoderRequest {
+    /// The audio thread is playing preroll slot `slot`; continue that entry after it.
+    case continueAfterPreroll(slot: Int, epoch: UInt32)
+    /// Decode the entry after `token` from its start.
+    case next(after: UInt64, epoch: UInt32)
+    /// Decode the entry before `token` from its start (or `token` itself when it is the first).
+    case previous(before: UInt64, epoch: UInt32)
+    /// Decode `token` from `frame` (stream rate).
+    case reposition(token: UInt64, frame: Int, epoch: UInt32)
+}
+
+/// Audio thread -> event pump.
+enum AudioThreadEvent {
+    case primed
+    case entryStarted(token: UInt64, streamFrame: Int)
+    case entryFinished(token: UInt64)
+    case entryFailed(token: UInt64)
+    case underrun(total: Int)
+    case xrun(total: Int)
+    case queueFinished
+    case deviceFailed(code: Int32, operation: DeviceOperation)
+}
+
+enum DeviceOperation: UInt8 {
+    case write, start, prepare, pause, drop, recover, poll
+
+    var functionName: String {
+        switch self {
+        case .write: "snd_pcm_writei"
+        case .start: "snd_pcm_start"
+        case .prepare: "snd_pcm_prepare"
+        case .pause: "snd_pcm_pause"
+        case .drop: "snd_pcm_drop"
+        case .recover: "snd_pcm_recover"
+        case .poll: "poll"
+        }
+    }
+}
+
+/// The first frames of the next entry, decoded ahead so a skip need not wait for the decoder.
+///
+/// Ownership passes by `state`: the decoder fills an `empty` slot and publishes it as
+/// `ready` (release); the audio thread claims a `ready` slot by compare-and-swap to `taken`
+/// (acquire), plays it, and hands it back as `empty`. The decoder retracts a `ready` slot the
+/// same way (ready -> empty); whoever wins the swap owns the slot.
+final class PrerollSlot: @unchecked Sendable {
+    static let empty = 0
+    static let ready = 1
+    static let taken = 2
+
+    let state = Atomic<Int>(PrerollSlot.empty)
+    let capacityInFrames: Int
+    let channelCount: Int
+    let samples: UnsafeMutablePointer<Float>
+    /// Written by the owner only (see `state`).
+    var frameCount = 0
+    var token: UInt64 = 0
+    /// The entry frame (stream rate) of the slot's first frame.
+    var entryFrame = 0
+
+    init(capacityInFrames: Int, channelCount: Int) {
+        self.capacityInFrames = capacityInFrames
+        self.channelCount = channelCount
+        samples = .allocate(capacity: capacityInFrames * channelCount)
+        samples.initialize(repeating: 0, count: capacityInFrames * channelCount)
+    }
+
+    deinit { samples.deallocate() }
+}

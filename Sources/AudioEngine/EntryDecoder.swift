@@ -1,0 +1,143 @@
+/// One queue entry opened for decoding into the stream's format: the file's frames,
+/// mapped to the stream's channels and converted to its sample rate.
+///
+/// Thread safety: the decoder thread only (created on the control thread for the first entry
+/// and handed over). Real-time safety: none; it reads files and allocates.
+final class EntryDecoder {
+    let entry: AudioEntry
+    let decoder: AudioFileDecoder
+    private let converter: SampleRateConverter?
+    let streamRate: Int
+    let streamChannels: Int
+    private let chunkFrames: Int
+    /// First and end file frames to play (start and end time).
+    private let firstFileFrame: Int
+    private let endFileFrame: Int
+
+    /// The entry's frame (stream rate) of the next frame this decoder produces.
+    private(set) var entryFrame = 0
+    /// Stream-format samples decoded but not yet delivered (written first by `nextChunk`).
+    var carry: [Float] = []
+    private var inputDone = false
+    private(set) var isFinished = false
+
+    private let fileBuffer: UnsafeMutablePointer<Float>
+    private let mappedBuffer: UnsafeMutablePointer<Float>
+    private let convertedBuffer: UnsafeMutablePointer<Float>
+    private let convertedCapacityInFrames: Int
+
+    var token: UInt64 { entry.token.rawValue }
+
+    /// Opens `entry` for a stream of `streamRate` Hz and `streamChannels` channels
+    /// (reusing `opened` when the file is already open).
+    init(entry: AudioEntry, opened: AudioFileDecoder? = nil, streamRate: Int, streamChannels: Int,
+         chunkFrames: Int) throws(DecoderError) {
+        self.entry = entry
+        let decoder: AudioFileDecoder
+        if let opened { decoder = opened } else { decoder = try AudioFileDecoder(path: entry.path) }
+        self.decoder = decoder
+        self.streamRate = streamRate
+        self.streamChannels = streamChannels
+        self.chunkFrames = chunkFrames
+        let fileRate = decoder.info.sampleRate
+        firstFileFrame = min(decoder.info.frameCount, Int(((entry.startTime ?? 0) * Double(fileRate)).rounded()))
+        // Without an end time, read to what the header declares, so a cut-off file is reported.
+        endFileFrame = entry.endTime.map { min(decoder.info.frameCount, Int(($0 * Double(fileRate)).rounded())) }
+            ?? decoder.declaredFrameCount
+        if fileRate != streamRate {
+            do {
+                converter = try SampleRateConverter(inputRate: fileRate, outputRate: streamRate,
+                                                    channelCount: streamChannels)
+            } catch {
+                throw DecoderError(path: entry.path, reason: .unsupportedFormat(error.description))
+            }
+        } else {
+            converter = nil
+        }
+        convertedCapacityInFrames = converter?.maximumOutputFrames(forInputFrames: chunkFrames) ?? chunkFrames
+        fileBuffer = .allocate(capacity: chunkFrames * decoder.info.channelCount)
+        mappedBuffer = .allocate(capacity: chunkFrames * streamChannels)
+        convertedBuffer = .allocate(capacity: convertedCapacityInFrames * streamChannels)
+        if firstFileFrame > 0 { try decoder.seek(toFrame: firstFileFrame) }
+    }
+
+    deinit {
+        fileBuffer.deallocate()
+        mappedBuffer.deallocate()
+        convertedBuffer.deallocate()
+    }
+
+    /// The most samples one `nextChunk` call can return (beyond the carry).
+    var maximumChunkSamples: Int { convertedCapacityInFrames * streamChannels }
+
+    /// Decodes the next chunk. The samples stay valid until the next call; empty when the
+    /// entry is finished. Throws when the file breaks or ends before its declared length.
+    func nextChunk() throws(DecoderError) -> UnsafeBufferPointer<Float> {
+        if isFinished { return UnsafeBufferPointer(start: nil, count: 0) }
+        var producedFrames = 0
+        var output = UnsafeMutablePointer<Float>(mappedBuffer)
+        if !inputDone {
+            let wanted = min(chunkFrames, endFileFrame - decoder.position)
+            let decoded = wanted > 0 ? try decoder.read(into: fileBuffer, frameCount: wanted) : 0
+            if decoded == 0 {
+                inputDone = true
+            } else {
+                mapChannels(frameCount: decoded)
+                producedFrames = decoded
+            }
+        }
+        if let converter {
+            do {
+                let (_, produced) = try converter.process(
+                    input: inputDone ? nil : mappedBuffer, inputFrames: producedFrames,
+                    output: convertedBuffer, outputCapacityInFrames: convertedCapacityInFrames)
+                producedFrames = produced
+                output = convertedBuffer
+            } catch {
+                throw DecoderError(path: entry.path, reason: .corrupt(error.description))
+            }
+            if inputDone && producedFrames == 0 { isFinished = true }
+        } else if inputDone {
+            isFinished = true
+        }
+        entryFrame += producedFrames
+        return UnsafeBufferPointer(start: output, count: producedFrames * streamChannels)
+    }
+
+    /// Moves to `frame` of the entry (stream rate), dropping the carry.
+    func seek(toEntryFrame frame: Int) throws(DecoderError) {
+        let fileRate = decoder.info.sampleRate
+        let fileFrame = firstFileFrame + Int((Double(frame) * Double(fileRate) / Double(streamRate)).rounded())
+        try decoder.seek(toFrame: min(fileFrame, endFileFrame))
+        carry.removeAll()
+        inputDone = false
+        isFinished = false
+        entryFrame = frame
+        converter?.reset()
+    }
+
+    /// File channels to stream channels: equal counts copy, mono is duplicated, a mono
+    /// stream gets the average, otherwise the first channels are kept.
+    private func mapChannels(frameCount: Int) {
+        let fileChannels = decoder.info.channelCount
+        if fileChannels == streamChannels {
+            mappedBuffer.update(from: fileBuffer, count: frameCount * fileChannels)
+            return
+        }
+        for frame in 0..<frameCount {
+            let source = fileBuffer + frame * fileChannels
+            let destination = mappedBuffer + frame * streamChannels
+            if fileChannels == 1 {
+                for channel in 0..<streamChannels { destination[channel] = source[0] }
+            } else if streamChannels == 1 {
+                var sum: Float = 0
+                for channel in 0..<fileChannels { sum += source[channel] }
+                destination[0] = sum / Float(fileChannels)
+            } else {
+                for channel in 0..<streamChannels {
+                    destination[channel] = channel < fileChannels ? source[channel] : 0
+                }
+            }
+        }
+    }
+}

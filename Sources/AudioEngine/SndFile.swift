@@ -1,0 +1,355 @@
+import CSndFile
+import Foundation
+import Glibc
+
+// The one wrapper around libsndfile (CSndFile). Every sf_* call of the project goes through this file.
+
+/// Why an audio file could not be played, naming the file.
+public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// No file at that path.
+        case missing
+        /// The file exists but has no bytes.
+        case empty
+        /// The file could not be opened for reading (permissions, a directory, ...).
+        case unreadable(String)
+        /// The file's contents are not a format libsndfile reads here.
+        case unsupportedFormat(String)
+        /// The file claims a known format but its data is broken.
+        case corrupt(String)
+        /// Decoding stopped before the length the file declares.
+        case truncated(expectedFrames: Int, decodedFrames: Int)
+    }
+
+    public let path: String
+    public let reason: Reason
+
+    public init(path: String, reason: Reason) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String {
+        switch reason {
+        case .missing: "\(path): no such file"
+        case .empty: "\(path): the file is empty"
+        case .unreadable(let why): "\(path): cannot be read (\(why))"
+        case .unsupportedFormat(let why): "\(path): unsupported audio format (\(why))"
+        case .corrupt(let why): "\(path): corrupt audio data (\(why))"
+        case .truncated(let expected, let decoded):
+            "\(path): truncated, decoding stopped at frame \(decoded) of \(expected)"
+        }
+    }
+}
+
+/// Tags and properties of an audio file, as libsndfile reports them.
+public struct AudioFileInfo: Sendable, Equatable {
+    public var sampleRate: Int
+    public var channelCount: Int
+    /// Frames the file declares (for a stream format such as MP3, an estimate).
+    public var frameCount: Int
+    /// The container, e.g. "OGG (OGG Container format)".
+    public var formatName: String
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    public var genre: String?
+    public var trackNumber: Int?
+    public var date: String?
+    public var comment: String?
+
+    public var duration: Double { sampleRate > 0 ? Double(frameCount) / Double(sampleRate) : 0 }
+}
+
+/// A file opened for decoding to interleaved 32-bit float frames.
+///
+/// Thread safety: one thread at a time. Real-time safety: none (file I/O); used on the
+/// decoder thread only.
+public final class AudioFileDecoder {
+    public let path: String
+    public let info: AudioFileInfo
+    private let file: OpaquePointer
+    /// Frames decoded so far (the read position).
+    public private(set) var position = 0
+
+    /// File extensions libsndfile reads here; a file with one of them that libsndfile does
+    /// not recognise is called corrupt rather than unsupported.
+    static let knownExtensions: Set<String> = ["wav", "wave", "flac", "ogg", "oga", "opus", "mp3",
+                                               "aif", "aiff", "aifc", "au", "caf", "w64"]
+
+    public init(path: String) throws(DecoderError) {
+        self.path = path
+        var status = stat()
+        if stat(path, &status) != 0 {
+            let code = errno
+            throw DecoderError(path: path, reason: code == ENOENT ? .missing
+                               : .unreadable(String(cString: strerror(code))))
+        }
+        if (status.st_mode & S_IFMT) == S_IFDIR {
+            throw DecoderError(path: path, reason: .unreadable("it is a directory"))
+        }
+        if status.st_size == 0 { throw DecoderError(path: path, reason: .empty) }
+        if access(path, R_OK) != 0 {
+            throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno))))
+        }
+
+        var sfinfo = SF_INFO()
+        guard let handle = sf_open(path, Int32(SFM_READ), &sfinfo) else {
+            let code = sf_error(nil)
+            let message = String(cString: sf_strerror(nil))
+            let fileExtension = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
+            let reason: DecoderError.Reason
+            switch Int(code) {
+            case SF_ERR_UNRECOGNISED_FORMAT:
+                reason = AudioFileDecoder.knownExtensions.contains(fileExtension)
+                    ? .corrupt("not a valid .\(fileExtension) file: \(message)")
+                    : .unsupportedFormat(message)
+            case SF_ERR_MALFORMED_FILE:
+                reason = .corrupt(message)
+            case SF_ERR_UNSUPPORTED_ENCODING:
+                reason = .unsupportedFormat(message)
+            default:
+                reason = .corrupt(message)
+            }
+            throw DecoderError(path: path, reason: reason)
+        }
+        file = handle
+        if sfinfo.channels < 1 || sfinfo.samplerate < 1 {
+            sf_close(handle)
+            throw DecoderError(path: path, reason: .corrupt("declares \(sfinfo.channels) channels at \(sfinfo.samplerate) Hz"))
+        }
+        // Integer sources are scaled by 1/32768 (16-bit) etc.: exact in Float for up to 24 bits.
+        sf_command(handle, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
+        info = AudioFileDecoder.readInfo(handle, sfinfo)
+        // libsndfile shortens a WAV whose data chunk is cut off to what is there, silently;
+        // the header still says how long it should be.
+        if sfinfo.format & Int32(SF_FORMAT_TYPEMASK) == Int32(SF_FORMAT_WAV),
+           let declared = AudioFileDecoder.declaredWAVFrameCount(path: path), declared > info.frameCount {
+            declaredFrameCount = declared
+        } else {
+            declaredFrameCount = info.frameCount
+        }
+    }
+
+    /// Frames the file's header promises; more than `info.frameCount` when the file was cut short.
+    public let declaredFrameCount: Int
+
+    /// The frame count a RIFF/WAVE header declares (data chunk size / block size), or nil.
+    static func declaredWAVFrameCount(path: String) -> Int? {
+        guard let handle = fopen(path, "rb") else { return nil }
+        defer { fclose(handle) }
+        var header = [UInt8](repeating: 0, count: 65_536)
+        let count = fread(&header, 1, header.count, handle)
+        func word(_ offset: Int) -> Int {
+            Int(header[offset]) | Int(header[offset + 1]) << 8 | Int(header[offset + 2]) << 16 | Int(header[offset + 3]) << 24
+        }
+        guard count >= 12, header[0..<4] == [0x52, 0x49, 0x46, 0x46], header[8..<12] == [0x57, 0x41, 0x56, 0x45] else {
+            return nil
+        }
+        var offset = 12
+        var blockAlign = 0
+        while offset + 8 <= count {
+            let id = String(decoding: header[offset..<offset + 4], as: UTF8.self)
+            let size = word(offset + 4)
+            if id == "fmt " && offset + 22 <= count {
+                blockAlign = Int(header[offset + 20]) | Int(header[offset + 21]) << 8
+            } else if id == "data" {
+                guard blockAlign > 0, size > 0, size != 0xFFFF_FFFF else { return nil }
+                return size / blockAlign
+            }
+            offset += 8 + size + (size & 1)
+        }
+        return nil
+    }
+
+    deinit { sf_close(file) }
+
+    private static func readInfo(_ handle: OpaquePointer, _ sfinfo: SF_INFO) -> AudioFileInfo {
+        func tag(_ type: Int32) -> String? {
+            guard let value = sf_get_string(handle, type) else { return nil }
+            let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
+            return text.isEmpty ? nil : text
+        }
+        var format = SF_FORMAT_INFO()
+        format.format = sfinfo.format & Int32(SF_FORMAT_TYPEMASK)
+        let formatName = sf_command(nil, Int32(SFC_GET_FORMAT_INFO), &format, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0
+            ? format.name.map { String(cString: $0) } ?? "unknown" : "unknown"
+        let track = tag(Int32(SF_STR_TRACKNUMBER)).flatMap { Int($0.split(separator: "/").first ?? "") }
+        return AudioFileInfo(sampleRate: Int(sfinfo.samplerate), channelCount: Int(sfinfo.channels),
+                             frameCount: Int(sfinfo.frames), formatName: formatName,
+                             title: tag(Int32(SF_STR_TITLE)), artist: tag(Int32(SF_STR_ARTIST)),
+                             album: tag(Int32(SF_STR_ALBUM)), genre: tag(Int32(SF_STR_GENRE)),
+                             trackNumber: track, date: tag(Int32(SF_STR_DATE)),
+                             comment: tag(Int32(SF_STR_COMMENT)))
+    }
+
+    /// Decodes up to `frameCount` frames into `buffer` (interleaved, `info.channelCount` wide).
+    /// Returns the frames decoded; 0 at the end. Throws `.truncated` or `.corrupt` when the
+    /// data stops or breaks before the declared length.
+    public func read(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) throws(DecoderError) -> Int {
+        let decoded = Int(sf_readf_float(file, buffer, sf_count_t(frameCount)))
+        position += decoded
+        if decoded < frameCount {
+            let code = sf_error(file)
+            if code != 0 {
+                throw DecoderError(path: path, reason: .corrupt(String(cString: sf_strerror(file))))
+            }
+            // A clean end before the declared length means the file was cut short. Stream
+            // formats (MP3) only estimate their length, so allow them a small difference.
+            let slack = info.formatName.hasPrefix("MPEG") ? info.sampleRate : 0
+            if decoded == 0 && position + slack < declaredFrameCount {
+                throw DecoderError(path: path, reason: .truncated(expectedFrames: declaredFrameCount,
+                                                                  decodedFrames: position))
+            }
+        }
+        return decoded
+    }
+
+    /// Moves the read position to `frame` (clamped to the file).
+    public func seek(toFrame frame: Int) throws(DecoderError) {
+        let target = max(0, min(frame, info.frameCount))
+        let result = sf_seek(file, sf_count_t(target), SEEK_SET)
+        if result < 0 {
+            throw DecoderError(path: path, reason: .corrupt("cannot seek to frame \(target)"))
+        }
+        position = Int(result)
+    }
+
+    /// Properties and tags without keeping the file open.
+    public static func info(path: String) throws(DecoderError) -> AudioFileInfo {
+        try AudioFileDecoder(path: path).info
+    }
+
+    /// The libsndfile version string, e.g. "libsndfile-1.2.0".
+    public static var libraryVersion: String { String(cString: sf_version_string()) }
+}
+
+/// Why an audio file could not be written.
+public struct EncoderError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let path: String
+    public let message: String
+    public var description: String { "\(path): cannot write audio (\(message))" }
+}
+
+/// Writes interleaved float frames to an audio file (test signals, generated libraries,
+/// offline renders).
+///
+/// Thread safety: one thread at a time. Real-time safety: none.
+public final class AudioFileWriter {
+    public enum Format: Sendable, Equatable {
+        /// WAV, 16-bit PCM.
+        case wav16
+        /// FLAC, 16-bit.
+        case flac16
+        /// Ogg Vorbis; quality 0...1.
+        case oggVorbis(quality: Double)
+        /// Ogg Opus; quality 0...1.
+        case opus(quality: Double)
+        /// MPEG layer III; quality 0...1.
+        case mp3(quality: Double)
+
+        var sndfileFormat: Int32 {
+            switch self {
+            case .wav16: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+            case .flac16: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16)
+            case .oggVorbis: Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS)
+            case .opus: Int32(SF_FORMAT_OGG | SF_FORMAT_OPUS)
+            case .mp3: Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III)
+            }
+        }
+
+        var quality: Double? {
+            switch self {
+            case .wav16, .flac16: nil
+            case .oggVorbis(let quality), .opus(let quality), .mp3(let quality): quality
+            }
+        }
+    }
+
+    /// Tags written into the file.
+    public struct Tags: Sendable, Equatable {
+        public var title: String?
+        public var artist: String?
+        public var album: String?
+        public var genre: String?
+        public var trackNumber: Int?
+        public var date: String?
+        public init(title: String? = nil, artist: String? = nil, album: String? = nil, genre: String? = nil,
+                    trackNumber: Int? = nil, date: String? = nil) {
+            self.title = title
+            self.artist = artist
+            self.album = album
+            self.genre = genre
+            self.trackNumber = trackNumber
+            self.date = date
+        }
+    }
+
+    public let path: String
+    public let channelCount: Int
+    private let isSixteenBit: Bool
+    private var file: OpaquePointer?
+
+    public init(path: String, format: Format, sampleRate: Int, channelCount: Int,
+                tags: Tags = Tags()) throws(EncoderError) {
+        self.path = path
+        self.channelCount = channelCount
+        isSixteenBit = format == .wav16 || format == .flac16
+        var sfinfo = SF_INFO()
+        sfinfo.samplerate = Int32(sampleRate)
+        sfinfo.channels = Int32(channelCount)
+        sfinfo.format = format.sndfileFormat
+        guard let handle = sf_open(path, Int32(SFM_WRITE), &sfinfo) else {
+            throw EncoderError(path: path, message: String(cString: sf_strerror(nil)))
+        }
+        file = handle
+        if var quality = format.quality {
+            // libsndfile's compression level runs the other way: 0 is best quality.
+            quality = 1 - min(max(quality, 0), 1)
+            sf_command(handle, Int32(SFC_SET_COMPRESSION_LEVEL), &quality, Int32(MemoryLayout<Double>.size))
+        }
+        let strings: [(Int32, String?)] = [
+            (Int32(SF_STR_TITLE), tags.title), (Int32(SF_STR_ARTIST), tags.artist),
+            (Int32(SF_STR_ALBUM), tags.album), (Int32(SF_STR_GENRE), tags.genre),
+            (Int32(SF_STR_TRACKNUMBER), tags.trackNumber.map(String.init)), (Int32(SF_STR_DATE), tags.date),
+        ]
+        for case let (type, value?) in strings { sf_set_string(handle, type, value) }
+    }
+
+    deinit { try? close() }
+
+    /// Appends interleaved frames (`samples.count` must be a multiple of the channel count).
+    /// For 16-bit formats the samples are scaled by 32768 (the inverse of what the decoder
+    /// does), so samples that are multiples of 1/32768 survive a write and read unchanged.
+    public func write(_ samples: UnsafeBufferPointer<Float>) throws(EncoderError) {
+        guard let file else { throw EncoderError(path: path, message: "already closed") }
+        guard let base = samples.baseAddress, samples.count > 0 else { return }
+        let frames = samples.count / channelCount
+        let written: sf_count_t
+        if isSixteenBit {
+            let shorts = samples.map { sample -> Int16 in
+                let scaled = (sample * 32_768).rounded()
+                return scaled.isNaN ? 0 : Int16(min(max(scaled, -32_768), 32_767))
+            }
+            written = sf_writef_short(file, shorts, sf_count_t(frames))
+        } else {
+            written = sf_writef_float(file, base, sf_count_t(frames))
+        }
+        if written != frames {
+            throw EncoderError(path: path, message: String(cString: sf_strerror(file)))
+        }
+    }
+
+    public func write(_ samples: [Float]) throws(EncoderError) {
+        try samples.withUnsafeBufferPointer { (buffer) throws(EncoderError) in try write(buffer) }
+    }
+
+    /// Finishes the file (headers, last pages). Further writes fail.
+    public func close() throws(EncoderError) {
+        guard let file else { return }
+        self.file = nil
+        if sf_close(file) != 0 {
+            throw EncoderError(path: path, message: "closing failed")
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import CLinux
+import Glibc
+
+/// A Linux eventfd used to wake a thread that sleeps in `poll`.
+///
+/// Thread safety: `signal` from any thread; `drain` by the thread that polls it.
+/// Real-time safety: `signal` and `drain` are one non-blocking `write`/`read` system call on a
+/// counter in kernel memory (no file, no lock, no allocation).
+final class WakeSignal: Sendable {
+    let descriptor: Int32
+
+    init() {
+        descriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        precondition(descriptor >= 0, "eventfd failed: \(String(cString: strerror(errno)))")
+    }
+
+    deinit { close(descriptor) }
+
+    @inline(__always)
+    func signal() {
+        var one: UInt64 = 1
+        _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
+    }
+
+    @inline(__always)
+    func drain() {
+        var count: UInt64 = 0
+        _ = read(descriptor, &count, MemoryLayout<UInt64>.size)
+    }
+
+    /// Sleeps until signalled or `timeoutMilliseconds` passed (-1: no timeout).
+    func wait(timeoutMilliseconds: Int32) {
+        var descriptorSet = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        _ = poll(&descriptorSet, 1, timeoutMilliseconds)
+        drain()
+    }
+}
+
+/// A joinable POSIX thread running one closure.
+final class EngineThread: @unchecked Sendable {
+    // @unchecked: `thread` is written once before `start` returns and read by `join` afterwards.
+    private var thread = pthread_t()
+    private let name: String
+
+    private final class Context {
+        let name: String
+        let body: () -> Void
+        init(name: String, body: @escaping () -> Void) { self.name = name; self.body = body }
+    }
+
+    /// Starts `body` on a new thread called `name` (at most 15 characters are kept).
+    init(name: String, body: @escaping @Sendable () -> Void) {
+        self.name = name
+        let context = Unmanaged.passRetained(Context(name: name, body: body)).toOpaque()
+        let result = pthread_create(&thread, nil, { raw in
+            let context = Unmanaged<Context>.fromOpaque(raw!).takeRetainedValue()
+            _ = pthread_setname_np(pthread_self(), String(context.name.prefix(15)))
+            context.body()
+            return nil
+        }, context)
+        precondition(result == 0, "pthread_create failed: \(String(cString: strerror(result)))")
+    }
+
+    func join() {
+        pthread_join(thread, nil)
+    }
+
+    /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns false (and changes
+    /// nothing) when refused, e.g. without CAP_SYS_NICE or an rtprio limit.
+    static func requestRealtimePriority(_ priority: Int32) -> Bool {
+        var parameters = sched_param()
+        parameters.sched_priority = priority
+        return pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock PulseAudio uses too, so benchmark timestamps
+/// taken here compare with its timing.
+@inline(__always)
+public func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}

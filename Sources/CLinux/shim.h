@@ -1,0 +1,9 @@
+// Linux interfaces that Swift's Glibc module leaves out. Only Sources/AudioEngine/Threads.swift imports this module.
+#ifndef MUSICKIT_CLINUX_SHIM_H
+#define MUSICKIT_CLINUX_SHIM_H
+#include <pthread.h>
+#include <sys/eventfd.h>
+
+// Declared by <pthread.h> only under _GNU_SOURCE, which the Glibc module is built without.
+extern int pthread_setname_np(pthread_t thread, const char *name);
+#endif

@@ -1,0 +1,159 @@
+@testable import AudioEngine
+import Foundation
+import XCTest
+
+/// libsndfile decoding, format by format, and the typed errors for bad files.
+final class AudioFileDecoderTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = try makeTemporaryDirectory(self)
+    }
+
+    private func decodeAll(_ path: String) throws -> (info: AudioFileInfo, samples: [Float]) {
+        let decoder = try AudioFileDecoder(path: path)
+        var samples: [Float] = []
+        var buffer = [Float](repeating: 0, count: 4_096 * decoder.info.channelCount)
+        while true {
+            let frames = try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0.baseAddress!, frameCount: 4_096) }
+            if frames == 0 { break }
+            samples += buffer[0..<frames * decoder.info.channelCount]
+        }
+        return (decoder.info, samples)
+    }
+
+    func testLosslessFormatsDecodeBitExactly() throws {
+        let signal = TestSignal.sweep(frames: 10_000)
+        for (name, format) in [("wav", AudioFileWriter.Format.wav16), ("flac", .flac16)] {
+            let url = directory.appendingPathComponent("sweep.\(name)")
+            try writeAudioFile(url, signal, format: format, tags: .init(title: "Sweep", artist: "Test", trackNumber: 3))
+            let (info, samples) = try decodeAll(url.path)
+            XCTAssertEqual(info.sampleRate, 44_100, name)
+            XCTAssertEqual(info.channelCount, 2, name)
+            XCTAssertEqual(info.frameCount, 10_000, name)
+            XCTAssertEqual(samples, signal, "\(name) decodes to the exact samples written")
+            XCTAssertEqual(info.title, "Sweep", name)
+            XCTAssertEqual(info.artist, "Test", name)
+        }
+    }
+
+    func testLossyFormatsDecodeToTheirLengthAndTone() throws {
+        // A 1 kHz tone: lossy codecs change samples but keep its length and pitch.
+        let rate = 48_000
+        let tone = TestSignal.tone(hz: 1_000, frames: rate, sampleRate: rate, channels: 2)
+        let formats: [(String, AudioFileWriter.Format)] = [
+            ("ogg", .oggVorbis(quality: 0.5)), ("opus", .opus(quality: 0.5)), ("mp3", .mp3(quality: 0.5)),
+        ]
+        for (name, format) in formats {
+            let url = directory.appendingPathComponent("tone.\(name)")
+            try writeAudioFile(url, tone, sampleRate: rate, format: format)
+            let (info, samples) = try decodeAll(url.path)
+            XCTAssertEqual(info.sampleRate, rate, name)
+            let frames = samples.count / 2
+            XCTAssertEqual(Double(frames), Double(rate), accuracy: Double(rate) * 0.05, "\(name) keeps about 1 s")
+            // Count rising zero crossings of the left channel in the middle half second.
+            let middle = stride(from: frames / 4, to: frames * 3 / 4, by: 1).map { samples[$0 * 2] }
+            let crossings = zip(middle, middle.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+            XCTAssertEqual(Double(crossings), 500, accuracy: 5, "\(name) keeps the 1 kHz pitch")
+        }
+    }
+
+    func testMissingFileIsNamedAsMissing() {
+        let path = directory.appendingPathComponent("nothing-here.flac").path
+        XCTAssertThrowsError(try AudioFileDecoder(path: path)) { error in
+            XCTAssertEqual(error as? DecoderError, DecoderError(path: path, reason: .missing))
+            XCTAssertTrue("\(error)".contains("nothing-here.flac"))
+        }
+    }
+
+    func testEmptyFileIsNamedAsEmpty() throws {
+        let url = directory.appendingPathComponent("empty.ogg")
+        _ = FileManager.default.createFile(atPath: url.path, contents: Data())
+        XCTAssertThrowsError(try AudioFileDecoder(path: url.path)) { error in
+            XCTAssertEqual((error as? DecoderError)?.reason, .empty)
+        }
+    }
+
+    func testGarbageWithAnAudioExtensionIsCorrupt() throws {
+        let url = directory.appendingPathComponent("garbage.flac")
+        try Data((0..<4_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: url)
+        XCTAssertThrowsError(try AudioFileDecoder(path: url.path)) { error in
+            guard case .corrupt = (error as? DecoderError)?.reason else {
+                return XCTFail("expected corrupt, got \(error)")
+            }
+        }
+    }
+
+    func testTextFileIsAnUnsupportedFormat() throws {
+        let url = directory.appendingPathComponent("notes.txt")
+        try "not audio at all\n".write(to: url, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try AudioFileDecoder(path: url.path)) { error in
+            guard case .unsupportedFormat = (error as? DecoderError)?.reason else {
+                return XCTFail("expected unsupported format, got \(error)")
+            }
+        }
+    }
+
+    func testCutShortWAVIsTruncatedAfterItsFrames() throws {
+        let url = directory.appendingPathComponent("cut.wav")
+        try writeAudioFile(url, TestSignal.sweep(frames: 20_000), format: .wav16)
+        let data = try Data(contentsOf: url)
+        try data.prefix(data.count / 2).write(to: url)
+        let decoder = try AudioFileDecoder(path: url.path)
+        var buffer = [Float](repeating: 0, count: 4_096 * 2)
+        var decodedFrames = 0
+        var caught: DecoderError?
+        do {
+            while true {
+                let frames = try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0.baseAddress!, frameCount: 4_096) }
+                if frames == 0 { break }
+                decodedFrames += frames
+            }
+        } catch let error as DecoderError {
+            caught = error
+        }
+        XCTAssertGreaterThan(decodedFrames, 9_000, "what is there decodes")
+        guard case .truncated(let expected, let decoded)? = caught?.reason else {
+            return XCTFail("expected truncated, got \(String(describing: caught))")
+        }
+        XCTAssertEqual(expected, 20_000)
+        XCTAssertEqual(decoded, decodedFrames)
+    }
+
+    func testADirectoryIsUnreadable() throws {
+        XCTAssertThrowsError(try AudioFileDecoder(path: directory.path)) { error in
+            guard case .unreadable = (error as? DecoderError)?.reason else {
+                return XCTFail("expected unreadable, got \(error)")
+            }
+        }
+    }
+
+    func testEntryDecoderConvertsRateAndChannels() throws {
+        // One second of mono 48 kHz becomes one second of stereo 44.1 kHz with the same pitch.
+        let url = directory.appendingPathComponent("tone48.flac")
+        try writeAudioFile(url, TestSignal.tone(hz: 441, frames: 48_000, sampleRate: 48_000, channels: 1),
+                           sampleRate: 48_000, channels: 1)
+        let entry = AudioEntry(token: .init(rawValue: 1), path: url.path)
+        let decoder = try EntryDecoder(entry: entry, streamRate: 44_100, streamChannels: 2, chunkFrames: 4_096)
+        var samples: [Float] = []
+        while !decoder.isFinished { samples += try decoder.nextChunk() }
+        XCTAssertEqual(samples.count / 2, 44_100, "rate conversion keeps the duration to the frame")
+        XCTAssertEqual(decoder.entryFrame, 44_100)
+        let left = stride(from: 0, to: samples.count, by: 2).map { samples[$0] }
+        let right = stride(from: 1, to: samples.count, by: 2).map { samples[$0] }
+        XCTAssertEqual(left, right, "mono is duplicated to both channels")
+        let crossings = zip(left, left.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+        XCTAssertEqual(Double(crossings), 441, accuracy: 2)
+    }
+
+    func testEntryDecoderHonoursStartAndEndTimes() throws {
+        let url = directory.appendingPathComponent("sweep.flac")
+        let signal = TestSignal.sweep(frames: 44_100)
+        try writeAudioFile(url, signal)
+        let entry = AudioEntry(token: .init(rawValue: 1), path: url.path, startTime: 0.25, endTime: 0.5)
+        let decoder = try EntryDecoder(entry: entry, streamRate: 44_100, streamChannels: 2, chunkFrames: 1_000)
+        var samples: [Float] = []
+        while !decoder.isFinished { samples += try decoder.nextChunk() }
+        XCTAssertEqual(samples, Array(signal[11_025 * 2 ..< 22_050 * 2]))
+    }
+}

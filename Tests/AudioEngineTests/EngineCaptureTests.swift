@@ -1,0 +1,362 @@
+@testable import AudioEngine
+import Foundation
+import XCTest
+
+/// The whole engine writing into ALSA's `file` plugin: what the device received, frame by frame.
+final class EngineCaptureTests: XCTestCase {
+    private var directory: URL!
+    private var captureURL: URL!
+
+    override func setUpWithError() throws {
+        directory = try makeTemporaryDirectory(self)
+        captureURL = directory.appendingPathComponent("capture.raw")
+    }
+
+    /// Writes `signal` cut at `cuts` (frame offsets) into consecutive FLAC files.
+    private func album(_ signal: [Float], cuts: [Int], channels: Int = 2, prefix: String = "track") throws -> [String] {
+        let bounds = [0] + cuts + [signal.count / channels]
+        return try zip(bounds, bounds.dropFirst()).enumerated().map { index, range in
+            let url = directory.appendingPathComponent("\(prefix)\(index + 1).flac")
+            try writeAudioFile(url, Array(signal[range.0 * channels ..< range.1 * channels]))
+            return url.path
+        }
+    }
+
+    private func play(_ paths: [String], configure: (inout AudioEngineConfiguration) -> Void = { _ in })
+        throws -> (capture: [Int16], events: [AudioEngineEvent], engine: AudioEngine) {
+        var configuration = captureConfiguration(captureURL)
+        configure(&configuration)
+        let engine = AudioEngine(configuration: configuration)
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.play()
+        recorder.waitForQueueFinished()
+        engine.stop()
+        return (try readCapture(captureURL), recorder.events, engine)
+    }
+
+    /// The capture with its trailing drain silence checked and removed.
+    private func assertCapture(_ capture: [Int16], equals expected: [Int16], file: StaticString = #filePath,
+                               line: UInt = #line) {
+        XCTAssertGreaterThanOrEqual(capture.count, expected.count, "capture too short", file: file, line: line)
+        let prefix = Array(capture.prefix(expected.count))
+        if prefix != expected {
+            let first = zip(prefix, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? prefix.count
+            XCTFail("capture differs from the expected signal at sample \(first) (frame \(first / 2))",
+                    file: file, line: line)
+        }
+        XCTAssertTrue(capture.dropFirst(expected.count).allSatisfy { $0 == 0 },
+                      "only drain silence follows the queue", file: file, line: line)
+    }
+
+    func testAlbumCutAtOddFramesPlaysBackBitExactWithoutGaps() throws {
+        // Cuts at frames that are multiples of no period size (256, 441, 1024, ...).
+        let signal = TestSignal.sweep(frames: 61_111)
+        let paths = try album(signal, cuts: [17_317, 40_001])
+        let (capture, events, _) = try play(paths)
+        assertCapture(capture, equals: TestSignal.int16(signal))
+        XCTAssertEqual(events.filter { if case .entryStarted = $0 { true } else { false } }, [
+            .entryStarted(.init(rawValue: 1), streamFrame: 0),
+            .entryStarted(.init(rawValue: 2), streamFrame: 17_317),
+            .entryStarted(.init(rawValue: 3), streamFrame: 40_001),
+        ], "each entry starts at the frame where the previous one ended")
+        XCTAssertEqual(events.last, .queueFinished)
+        XCTAssertFalse(events.contains { if case .underrun = $0 { true } else { false } })
+    }
+
+    func testEventsComeInHeardOrder() throws {
+        let signal = TestSignal.sweep(frames: 9_000)
+        let paths = try album(signal, cuts: [3_000, 6_000])
+        let (_, events, _) = try play(paths)
+        let token = { AudioEntry.Token(rawValue: $0) }
+        XCTAssertEqual(events, [
+            .entryStarted(token(1), streamFrame: 0), .entryFinished(token(1)),
+            .entryStarted(token(2), streamFrame: 3_000), .entryFinished(token(2)),
+            .entryStarted(token(3), streamFrame: 6_000), .entryFinished(token(3)),
+            .queueFinished,
+        ])
+    }
+
+    func testEntryAtAnotherRateIsConvertedWithoutReopeningTheStream() throws {
+        let first = TestSignal.sweep(frames: 20_000)
+        let last = TestSignal.sweep(frames: 15_000, startHz: 900, endHz: 300)
+        let firstURL = directory.appendingPathComponent("a.flac")
+        let middleURL = directory.appendingPathComponent("b-48k.flac")
+        let lastURL = directory.appendingPathComponent("c.flac")
+        try writeAudioFile(firstURL, first)
+        try writeAudioFile(middleURL, TestSignal.tone(hz: 480, frames: 48_000, sampleRate: 48_000, channels: 2),
+                           sampleRate: 48_000)
+        try writeAudioFile(lastURL, last)
+        var configuration = captureConfiguration(captureURL)
+        let engine = AudioEngine(configuration: configuration)
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: [firstURL.path, middleURL.path, lastURL.path]))
+        try engine.play()
+        let rate = engine.statistics.device?.sampleRate
+        recorder.waitForQueueFinished()
+        XCTAssertEqual(engine.statistics.device?.sampleRate, rate, "one stream for the whole queue")
+        engine.stop()
+        configuration.sampleRate = nil
+        XCTAssertEqual(rate, 44_100, "the first entry's rate")
+        let capture = try readCapture(captureURL)
+        // 48,000 frames at 48 kHz are 44,100 frames at 44.1 kHz: the last entry starts right after.
+        XCTAssertTrue(recorder.events.contains(.entryStarted(.init(rawValue: 3), streamFrame: 20_000 + 44_100)),
+                      "\(recorder.events)")
+        let expectedFirst = TestSignal.int16(first)
+        let expectedLast = TestSignal.int16(last)
+        XCTAssertEqual(Array(capture.prefix(expectedFirst.count)), expectedFirst)
+        let lastStart = (20_000 + 44_100) * 2
+        XCTAssertEqual(Array(capture[lastStart ..< lastStart + expectedLast.count]), expectedLast)
+        // The converted tone has no silence in it: its samples keep swinging.
+        let converted = capture[expectedFirst.count ..< lastStart]
+        let quietRuns = converted.split(whereSeparator: { abs(Int($0)) > 200 }).map(\.count).max() ?? 0
+        XCTAssertLessThan(quietRuns, 40, "no gap inside or around the converted entry")
+    }
+
+    func testBadFilesAreSkippedWithTheirReasonAndTheRestPlays() throws {
+        let good1 = TestSignal.sweep(frames: 8_000)
+        let good2 = TestSignal.sweep(frames: 7_000, startHz: 2_000, endHz: 500)
+        let good1URL = directory.appendingPathComponent("good1.flac")
+        let good2URL = directory.appendingPathComponent("good2.flac")
+        try writeAudioFile(good1URL, good1)
+        try writeAudioFile(good2URL, good2)
+        let missing = directory.appendingPathComponent("missing.flac")
+        let empty = directory.appendingPathComponent("empty.ogg")
+        _ = FileManager.default.createFile(atPath: empty.path, contents: Data())
+        let corrupt = directory.appendingPathComponent("corrupt.flac")
+        try Data((0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }).write(to: corrupt)
+        let unsupported = directory.appendingPathComponent("cover.txt")
+        try "lyrics".write(to: unsupported, atomically: true, encoding: .utf8)
+        let truncated = directory.appendingPathComponent("truncated.wav")
+        let truncatedSignal = TestSignal.sweep(frames: 10_000, startHz: 300, endHz: 3_000)
+        try writeAudioFile(truncated, truncatedSignal, format: .wav16)
+        let wav = try Data(contentsOf: truncated)
+        let keptBytes = 44 + 4_000 * 4  // the header and 4,000 frames
+        try wav.prefix(keptBytes).write(to: truncated)
+
+        let paths = [good1URL.path, missing.path, empty.path, corrupt.path, unsupported.path, truncated.path, good2URL.path]
+        let (capture, events, _) = try play(paths)
+
+        let expected = TestSignal.int16(good1) + TestSignal.int16(Array(truncatedSignal.prefix(4_000 * 2)))
+            + TestSignal.int16(good2)
+        assertCapture(capture, equals: expected)
+
+        let failures = events.compactMap { event -> (UInt64, DecoderError.Reason)? in
+            if case .entryFailed(let token, let error) = event { return (token.rawValue, error.reason) }
+            return nil
+        }
+        XCTAssertEqual(failures.map(\.0), [2, 3, 4, 5, 6], "each bad entry is reported, in queue order")
+        guard failures.count == 5 else { return }
+        XCTAssertEqual(failures[0].1, .missing)
+        XCTAssertEqual(failures[1].1, .empty)
+        guard case .corrupt = failures[2].1 else { return XCTFail("corrupt: \(failures[2].1)") }
+        guard case .unsupportedFormat = failures[3].1 else { return XCTFail("unsupported: \(failures[3].1)") }
+        XCTAssertEqual(failures[4].1, .truncated(expectedFrames: 10_000, decodedFrames: 4_000))
+        XCTAssertTrue(events.contains(.entryStarted(.init(rawValue: 7), streamFrame: 12_000)))
+        XCTAssertEqual(events.last, .queueFinished)
+    }
+
+    func testAQueueWithNothingPlayableThrowsWithEveryReason() throws {
+        let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+        engine.setQueue(AudioEntryList(paths: ["/nonexistent/a.flac", "/nonexistent/b.ogg"]))
+        XCTAssertThrowsError(try engine.play()) { error in
+            guard case .nothingPlayable(let failures) = error as? AudioEngineError else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertEqual(failures.map(\.path), ["/nonexistent/a.flac", "/nonexistent/b.ogg"])
+        }
+        XCTAssertEqual(engine.status, .stopped)
+    }
+
+    func testUnknownDeviceNamesTheDeviceAndTheOnesThatExist() throws {
+        let url = directory.appendingPathComponent("a.flac")
+        try writeAudioFile(url, TestSignal.sweep(frames: 1_000))
+        let engine = AudioEngine(configuration: AudioEngineConfiguration(deviceName: "no_such_device_here"))
+        engine.setQueue(AudioEntryList(paths: [url.path]))
+        XCTAssertThrowsError(try engine.prepare()) { error in
+            guard case .device(let alsa) = error as? AudioEngineError else { return XCTFail("\(error)") }
+            XCTAssertEqual(alsa.device, "no_such_device_here")
+            XCTAssertEqual(alsa.operation, "snd_pcm_open")
+            let message = "\(error)"
+            XCTAssertTrue(message.contains("no_such_device_here"), message)
+            XCTAssertTrue(message.contains("--device"), message)
+            XCTAssertTrue(message.contains("null"), "lists device names ALSA knows: \(message)")
+        }
+    }
+
+    func testPrepareFillsTheDeviceSoPlayOnlyStartsIt() throws {
+        let signal = TestSignal.sweep(frames: 30_000)
+        let paths = try album(signal, cuts: [])
+        let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.prepare()
+        XCTAssertEqual(engine.status, .prepared)
+        XCTAssertEqual(engine.position.token?.rawValue, 1, "the first entry is at the output")
+        XCTAssertEqual(engine.position.frame, 0)
+        XCTAssertFalse(recorder.events.contains { if case .entryStarted = $0 { true } else { false } },
+                       "nothing is heard before play()")
+        try engine.play()
+        recorder.waitForQueueFinished()
+        engine.stop()
+        assertCapture(try readCapture(captureURL), equals: TestSignal.int16(signal))
+    }
+
+    // MARK: Skips, seeks, pauses
+
+    /// Prepares the queue, runs `action` before play, and returns the capture (trailing silence removed).
+    private func captureAfter(_ paths: [String], configure: (inout AudioEngineConfiguration) -> Void = { _ in },
+                              _ action: (AudioEngine) throws -> Void) throws -> (capture: [Int16], engine: AudioEngine) {
+        var configuration = captureConfiguration(captureURL)
+        configure(&configuration)
+        let engine = AudioEngine(configuration: configuration)
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.prepare()
+        try action(engine)
+        try engine.play()
+        recorder.waitForQueueFinished()
+        let statistics = engine.statistics
+        engine.stop()
+        _ = statistics
+        return (trimmingTrailingSilence(try readCapture(captureURL)), engine)
+    }
+
+    private func waitUntil(_ condition: () -> Bool, timeout: TimeInterval = 5) {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while !condition() && Date() < deadline { usleep(1_000) }
+    }
+
+    private func assertEnds(_ capture: [Int16], with expected: [Int16], file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertGreaterThanOrEqual(capture.count, expected.count, file: file, line: line)
+        XCTAssertEqual(Array(capture.suffix(expected.count)), expected,
+                       "after the skip the rest of the queue plays whole and in order", file: file, line: line)
+    }
+
+    func testSkipTakesTheNextEntryFromThePrerollAndContinuesItSeamlessly() throws {
+        let long = TestSignal.sweep(frames: 200_000)
+        let second = TestSignal.sweep(frames: 30_000, startHz: 3_000, endHz: 100)
+        let third = TestSignal.sweep(frames: 5_000, startHz: 500, endHz: 600)
+        let paths = try album(long + second + third, cuts: [200_000, 230_000])
+        var skips = AudioEngineStatistics.SkipSources()
+        let (capture, _) = try captureAfter(paths) { engine in
+            waitUntil { engine.isNextEntryPrerolled }
+            XCTAssertTrue(engine.isNextEntryPrerolled)
+            engine.skipToNextEntry()
+            waitUntil { engine.statistics.skips.preroll == 1 }
+            skips = engine.statistics.skips
+        }
+        XCTAssertEqual(skips.preroll, 1, "\(skips)")
+        // The preroll slot holds 8,192 frames; the rest of the entry comes from the decoder.
+        assertEnds(capture, with: TestSignal.int16(second + third))
+    }
+
+    func testSkipTakesTheNextEntryFromTheRingWhenItIsAlreadyDecoded() throws {
+        let short = TestSignal.sweep(frames: 20_000)
+        let second = TestSignal.sweep(frames: 12_000, startHz: 3_000, endHz: 100)
+        let paths = try album(short + second, cuts: [20_000])
+        var skips = AudioEngineStatistics.SkipSources()
+        let (capture, _) = try captureAfter(paths) { engine in
+            usleep(200_000)  // the decoder reaches the second entry long before this
+            engine.skipToNextEntry()
+            waitUntil { engine.statistics.skips.ring == 1 }
+            skips = engine.statistics.skips
+        }
+        XCTAssertEqual(skips.ring, 1, "\(skips)")
+        assertEnds(capture, with: TestSignal.int16(second))
+    }
+
+    func testSkipReplaysTheNextEntryWhenItsStartIsAlreadyInTheDevice() throws {
+        let tiny = TestSignal.sweep(frames: 300)
+        let second = TestSignal.sweep(frames: 9_000, startHz: 3_000, endHz: 100)
+        let paths = try album(tiny + second, cuts: [300])
+        var skips = AudioEngineStatistics.SkipSources()
+        let (capture, _) = try captureAfter(paths) { engine in
+            engine.skipToNextEntry()
+            waitUntil { engine.statistics.skips.deviceBuffer == 1 }
+            skips = engine.statistics.skips
+        }
+        XCTAssertEqual(skips.deviceBuffer, 1, "\(skips)")
+        assertEnds(capture, with: TestSignal.int16(second))
+    }
+
+    func testSkipPastTheLastEntryFinishesTheQueue() throws {
+        let signal = TestSignal.sweep(frames: 100_000)
+        let paths = try album(signal, cuts: [])
+        let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.prepare()
+        engine.skipToNextEntry()
+        try engine.play()
+        recorder.waitForQueueFinished()
+        XCTAssertEqual(engine.statistics.skips.decoder, 1)
+        XCTAssertEqual(engine.status, .finished)
+        engine.stop()
+        XCTAssertLessThan(try readCapture(captureURL).count / 2, 100_000, "the rest of the entry was skipped")
+    }
+
+    func testSkipToPreviousReturnsToTheEntryBeforeFromItsStart() throws {
+        let first = TestSignal.sweep(frames: 60_000)
+        let second = TestSignal.sweep(frames: 60_000, startHz: 3_000, endHz: 100)
+        let paths = try album(first + second, cuts: [60_000])
+        let (capture, _) = try captureAfter(paths) { engine in
+            engine.skipToNextEntry()
+            waitUntil { engine.position.token?.rawValue == 2 }
+            engine.skipToPreviousEntry()
+            waitUntil { engine.position.token?.rawValue == 1 }
+        }
+        assertEnds(capture, with: TestSignal.int16(first + second))
+    }
+
+    func testSeekContinuesTheEntryFromTheFrameAskedFor() throws {
+        let first = TestSignal.sweep(frames: 90_000)
+        let second = TestSignal.sweep(frames: 10_000, startHz: 3_000, endHz: 100)
+        let paths = try album(first + second, cuts: [90_000])
+        let (capture, engine) = try captureAfter(paths) { engine in
+            engine.seek(toFrame: 33_333)
+            waitUntil { engine.position.frame == 33_333 }
+            XCTAssertEqual(engine.position.token?.rawValue, 1)
+            XCTAssertEqual(engine.position.frame, 33_333)
+        }
+        _ = engine
+        assertEnds(capture, with: TestSignal.int16(Array(first[(33_333 * 2)...]) + second))
+    }
+
+    func testPauseAndResumeLoseAndRepeatNothing() throws {
+        let signal = TestSignal.sweep(frames: 300_000)
+        let paths = try album(signal, cuts: [150_000])
+        let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.play()
+        for _ in 0..<5 {
+            engine.pause()
+            XCTAssertEqual(engine.status, .paused)
+            usleep(5_000)
+            engine.resume()
+            XCTAssertEqual(engine.status, .playing)
+            usleep(2_000)
+        }
+        recorder.waitForQueueFinished()
+        engine.stop()
+        assertCapture(try readCapture(captureURL), equals: TestSignal.int16(signal))
+    }
+
+    func testPositionFollowsTheHeardEntry() throws {
+        let signal = TestSignal.sweep(frames: 20_000)
+        let paths = try album(signal, cuts: [12_000])
+        let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.prepare()
+        XCTAssertEqual(engine.position.token?.rawValue, 1)
+        XCTAssertEqual(engine.position.frame, 0)
+        XCTAssertEqual(engine.position.sampleRate, 44_100)
+        try engine.play()
+        recorder.waitForQueueFinished()
+        XCTAssertNil(engine.position.token, "nothing is heard after the end of the queue")
+        engine.stop()
+        XCTAssertEqual(engine.status, .stopped)
+    }
+}
