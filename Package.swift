@@ -36,15 +36,21 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["AudioEngine"],
+            dependencies: ["AudioEngine", "AudioMeasurement"],
             path: "Benchmarks"
+        ),
+        // Real-time measurement at a PulseAudio monitor: shared by the real-time tests and
+        // the benchmarks; not part of the product.
+        .target(
+            name: "AudioMeasurement",
+            dependencies: ["AudioEngine"]
         ),
 
         // Counts malloc/free per thread by interposing the allocator in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
         .testTarget(
             name: "AudioEngineTests",
-            dependencies: ["AudioEngine", "AllocationCounter"]
+            dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement"]
         ),
     ]
 )

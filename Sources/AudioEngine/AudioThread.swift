@@ -40,6 +40,11 @@ struct AudioRenderer: ~Copyable {
 
     private let channelCount: Int
     private let periodFrames: Int
+    /// Frames written into the stopped device before it starts. Less than a full buffer:
+    /// ALSA's pulse plugin connects its stream uncorked with a pre-buffer of (buffer - period),
+    /// so filling past that would start the sound before `play()`, and a full buffer played out
+    /// before the first pointer query looks to it like no progress at all.
+    private let prefillLimitInFrames: Int
     private let bytesPerFrame: Int
     private let format: PCMSampleFormat
     /// Silence keeps a real-time device running when the decoder is late; a device without a
@@ -111,6 +116,7 @@ struct AudioRenderer: ~Copyable {
         let configuration = device.configuration
         channelCount = configuration.channelCount
         periodFrames = configuration.periodSizeInFrames
+        prefillLimitInFrames = max(periodFrames, configuration.bufferSizeInFrames - 2 * periodFrames)
         bytesPerFrame = configuration.bytesPerFrame
         format = configuration.sampleFormat
         floatPeriod = .allocate(capacity: periodFrames * channelCount)
@@ -336,6 +342,7 @@ struct AudioRenderer: ~Copyable {
 
     /// Writes what the device can take and publishes what was heard.
     private mutating func service() {
+        discardStaleFrames()
         switch mode {
         case .filling(let autoStart):
             fill(autoStart: autoStart)
@@ -356,11 +363,10 @@ struct AudioRenderer: ~Copyable {
     /// Fills the stopped device. Primed when its buffer is full, when the queue's end was
     /// read, or (when it should start) as soon as a period is in and nothing more is ready.
     private mutating func fill(autoStart: Bool) {
-        let bufferFrames = device.configuration.bufferSizeInFrames
         var wroteSomething = false
         // Count what is in the stopped device ourselves: some plugins (null, file) always
         // report room.
-        while framesWritten - timelineFrameAtRestart + periodFrames <= bufferFrames || periodPendingCount > 0 {
+        while framesWritten - timelineFrameAtRestart + periodFrames <= prefillLimitInFrames || periodPendingCount > 0 {
             let available = device.availableFrames()
             if available < 0 { return recoverDevice(available) }
             if available < periodFrames { break }
@@ -370,7 +376,7 @@ struct AudioRenderer: ~Copyable {
             wroteSomething = true
         }
         let buffered = framesWritten - timelineFrameAtRestart
-        let full = buffered + periodFrames > bufferFrames || device.availableFrames() < periodFrames
+        let full = buffered + periodFrames > prefillLimitInFrames || device.availableFrames() < periodFrames
         let primed = full || endOfQueueFrame != nil || (autoStart && buffered > 0 && !wroteSomething)
         guard primed else { return }
         if !primedAnnounced {
@@ -567,6 +573,30 @@ struct AudioRenderer: ~Copyable {
             filled += count
         }
         return filled
+    }
+
+    /// After a skip or seek, drops the frames decoded before it right away (not when the
+    /// render step reaches them), so the decoder has room for what comes next while the
+    /// preroll plays. Stops at the first marker of the current epoch, which the render step takes.
+    private mutating func discardStaleFrames() {
+        var discarded = 0
+        while segmentEpoch != requiredEpoch {
+            let availableFrames = ring.availableCount() / channelCount
+            let readFrame = ring.totalRead / channelCount
+            var readable = availableFrames
+            if let marker = markers.peek() {
+                if marker.ringFrame == readFrame {
+                    if marker.epoch == requiredEpoch { break }
+                    _ = markers.pop()
+                    segmentEpoch = marker.epoch
+                    continue
+                }
+                readable = min(readable, marker.ringFrame - readFrame)
+            }
+            if readable == 0 { break }
+            discarded += ring.discard(upTo: readable * channelCount)
+        }
+        if discarded > 0 { decoderWake.signal() }
     }
 
     /// Applies a marker reached in the ring. Returns true at the end of the queue.

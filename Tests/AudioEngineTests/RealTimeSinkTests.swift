@@ -1,0 +1,138 @@
+import AudioEngine
+import AudioMeasurement
+import Foundation
+import Synchronization
+import XCTest
+
+/// The engine against a sound server that consumes audio in real time (a PulseAudio null
+/// sink started by scripts/with-test-sink), observed at the sink's monitor.
+final class RealTimeSinkTests: XCTestCase {
+    private var directory: URL!
+
+    /// One recorder for all these tests, warmed up once: its small latency request makes the
+    /// null sink consume in small blocks, as speakers do (alone, it renders up to 2 s ahead).
+    private static let sharedRecorder = Mutex<MonitorRecorder?>(nil)
+
+    private func recorder() throws -> MonitorRecorder {
+        guard let monitor = AudioTestEnvironment.pulseMonitor else {
+            throw XCTSkip("no monitor source")
+        }
+        return try Self.sharedRecorder.withLock { shared in
+            if let shared { return shared }
+            let recorder = try MonitorRecorder(source: monitor)
+            recorder.warmUp()
+            shared = recorder
+            return recorder
+        }
+    }
+
+    override func setUpWithError() throws {
+        directory = try makeTemporaryDirectory(self)
+    }
+
+    private func pulseConfiguration(_ device: String) -> AudioEngineConfiguration {
+        var configuration = AudioEngineConfiguration(deviceName: device)
+        configuration.sampleFormats = [.int16]
+        return configuration
+    }
+
+    func testAlbumPlaysBitExactAndWithoutSilenceAtTheBoundariesInRealTime() throws {
+        _ = try AudioEnginePulseRequirement.device()
+        guard let tee = AudioTestEnvironment.teeDevicePrefix else {
+            return XCTFail("scripts/with-test-sink sets MUSICKIT_TEST_TEE_DEVICE")
+        }
+        let recorder = try recorder()
+
+        let signal = TestSignal.sweep(frames: 66_150, startHz: 300, endHz: 3_000)  // 1.5 s
+        let cuts = [21_001, 43_657]
+        let bounds = [0] + cuts + [66_150]
+        let paths = try zip(bounds, bounds.dropFirst()).enumerated().map { index, range -> String in
+            let url = directory.appendingPathComponent("\(index).flac")
+            try writeAudioFile(url, Array(signal[range.0 * 2 ..< range.1 * 2]))
+            return url.path
+        }
+        let capture = directory.appendingPathComponent("tee.raw")
+        let engine = AudioEngine(configuration: pulseConfiguration("\(tee):FILE=\(capture.path)"))
+        let events = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.prepare()
+        let started = monotonicNanoseconds()
+        try engine.play()
+        events.waitForQueueFinished(timeout: 10)
+        let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+        let statistics = engine.statistics
+        engine.stop()
+        usleep(100_000)
+
+        XCTAssertGreaterThan(elapsed, 1.4, "a real-time sink takes the album's duration")
+        XCTAssertEqual(statistics.underruns, 0)
+        XCTAssertEqual(statistics.xruns, 0)
+        let written = try readCapture(capture)
+        let expected = TestSignal.int16(signal)
+        XCTAssertEqual(Array(written.prefix(expected.count)), expected, "every frame written, in order, none inserted")
+        let heard = recorder.samples(after: started)
+        XCTAssertGreaterThan(heard.count / 2, 60_000, "the monitor heard the album")
+        XCTAssertLessThan(SignalAnalysis.longestQuietRun(heard), 8, "no silence between the tracks at the sink")
+    }
+
+    func testSkipSwitchesWhatTheSinkPlaysAndReportsTheNewEntry() throws {
+        let device = try AudioEnginePulseRequirement.device()
+        let recorder = try recorder()
+
+        let low = directory.appendingPathComponent("low.flac")
+        let high = directory.appendingPathComponent("high.flac")
+        try writeAudioFile(low, TestSignal.tone(hz: 300, frames: 44_100 * 5, sampleRate: 44_100, channels: 2))
+        try writeAudioFile(high, TestSignal.tone(hz: 1_500, frames: 44_100 * 5, sampleRate: 44_100, channels: 2))
+        let engine = AudioEngine(configuration: pulseConfiguration(device))
+        let events = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: [low.path, high.path]))
+        try engine.play()
+        usleep(500_000)
+        XCTAssertEqual(engine.position.token?.rawValue, 1)
+        XCTAssertEqual(engine.position.seconds, 0.5, accuracy: 0.15, "position follows the clock")
+        let beforeSkip = recorder.samples(after: monotonicNanoseconds() - 200_000_000)
+        XCTAssertEqual(SignalAnalysis.frequency(beforeSkip, sampleRate: 44_100), 300, accuracy: 30)
+
+        let skipped = monotonicNanoseconds()
+        engine.skipToNextEntry()
+        events.wait(for: "entryStarted(2)", timeout: 2) { $0 == .entryStarted(.init(rawValue: 2), streamFrame: $0.streamFrame) }
+        usleep(300_000)
+        let afterSkip = recorder.samples(after: skipped + 100_000_000)
+        XCTAssertEqual(SignalAnalysis.frequency(afterSkip, sampleRate: 44_100), 1_500, accuracy: 50)
+        XCTAssertEqual(engine.position.token?.rawValue, 2)
+        XCTAssertEqual(engine.statistics.underruns, 0)
+        engine.stop()
+    }
+
+    func testPauseHoldsThePositionAndResumeContinuesFromIt() throws {
+        let device = try AudioEnginePulseRequirement.device()
+        _ = try recorder()
+        let url = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
+        let engine = AudioEngine(configuration: pulseConfiguration(device))
+        engine.setQueue(AudioEntryList(paths: [url.path]))
+        try engine.play()
+        usleep(400_000)
+        engine.pause()
+        usleep(50_000)
+        let paused = engine.position.frame
+        usleep(300_000)
+        XCTAssertEqual(engine.position.frame, paused, "nothing plays while paused")
+        engine.resume()
+        usleep(300_000)
+        let resumed = engine.position.frame - paused
+        XCTAssertEqual(Double(resumed) / 44_100, 0.3, accuracy: 0.1, "playing again from where it paused")
+        engine.stop()
+    }
+}
+
+private extension AudioEngineEvent {
+    var streamFrame: Int {
+        if case .entryStarted(_, let frame) = self { return frame }
+        return -1
+    }
+}
+
+enum AudioEnginePulseRequirement {
+    static func device() throws -> String { try AudioTestEnvironment.requirePulse() }
+}
