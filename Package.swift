@@ -52,5 +52,9 @@ let package = Package(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement"]
         ),
+        .testTarget(
+            name: "musickitTests",
+            dependencies: ["musickit", "AudioEngine"]
+        ),
     ]
 )

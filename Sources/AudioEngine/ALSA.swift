@@ -94,6 +94,7 @@ final class PCMDevice: @unchecked Sendable {
     /// the caller writes frames and calls `start()`.
     init(name: String, request: PCMRequest) throws(ALSAError) {
         self.name = name
+        PCMDevice.silenceLibraryErrors
         var pcm: OpaquePointer?
         let openResult = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         if openResult < 0 {
@@ -122,6 +123,10 @@ final class PCMDevice: @unchecked Sendable {
         snd_pcm_close(handle)
         pollDescriptors.deallocate()
     }
+
+    /// alsa-lib prints its own messages on stderr; the engine reports every failure as an
+    /// `ALSAError` instead. Done once per process.
+    private static let silenceLibraryErrors: Void = musickit_alsa_silence_library_errors()
 
     private static func configure(_ pcm: OpaquePointer, name: String,
                                   request: PCMRequest) throws(ALSAError) -> PCMConfiguration {

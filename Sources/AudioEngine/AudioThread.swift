@@ -57,6 +57,8 @@ struct AudioRenderer: ~Copyable {
     /// Frames of `devicePeriod` rendered but not yet accepted by the device.
     private var periodPendingOffset = 0
     private var periodPendingCount = 0
+    /// Frames of `devicePeriod` rendered and waiting for the rest of the period.
+    private var periodRendered = 0
 
     /// The last frames written, in device format, indexed by timeline frame, so what the
     /// device dropped can be written again (pause without hardware pause, skip back to an
@@ -289,6 +291,7 @@ struct AudioRenderer: ~Copyable {
     private mutating func releasePeriodRemainder() {
         periodPendingCount = 0
         periodPendingOffset = 0
+        periodRendered = 0
     }
 
     /// Drops the device's contents at `played` and prepares it again; the timeline continues
@@ -370,7 +373,9 @@ struct AudioRenderer: ~Copyable {
             let available = device.availableFrames()
             if available < 0 { return recoverDevice(available) }
             if available < periodFrames { break }
-            let written = writeOnePeriod(padWithSilence: false)
+            // Before `play()`, only whole periods: what is in the device then is exactly what
+            // was decoded (a skip can find the next entry's start there).
+            let written = writeOnePeriod(padWithSilence: false, allowPartial: autoStart)
             if written < 0 { return }
             if written == 0 { break }
             wroteSomething = true
@@ -415,17 +420,21 @@ struct AudioRenderer: ~Copyable {
     }
 
     /// Renders one period (or finishes the pending part of the last one) and writes it.
-    /// Returns frames written, 0 when nothing was ready, or -1 after a device failure.
-    private mutating func writeOnePeriod(padWithSilence: Bool) -> Int {
+    /// A period that could only be partly rendered is kept for more frames unless
+    /// `allowPartial` (or the queue ended). Returns frames written, 0 when nothing was
+    /// ready, or -1 after a device failure.
+    private mutating func writeOnePeriod(padWithSilence: Bool, allowPartial: Bool = true) -> Int {
         if periodPendingCount == 0 {
-            let rendered = renderPeriod(padWithSilence: padWithSilence)
+            renderPeriod(padWithSilence: padWithSilence)
             if wakeDecoder {
                 wakeDecoder = false
                 decoderWake.signal()
             }
-            if rendered == 0 { return 0 }
+            if periodRendered == 0 { return 0 }
+            if periodRendered < periodFrames && !allowPartial && endOfQueueFrame == nil { return 0 }
             periodPendingOffset = 0
-            periodPendingCount = rendered
+            periodPendingCount = periodRendered
+            periodRendered = 0
         }
         let result = device.write(devicePeriod + periodPendingOffset * bytesPerFrame, frameCount: periodPendingCount)
         if result == -Int(EAGAIN) { return 0 }
@@ -439,25 +448,28 @@ struct AudioRenderer: ~Copyable {
         return result
     }
 
-    /// The render step: fills `devicePeriod` with up to one period in device format, from the
-    /// history (replays) or from the preroll slot and the ring, padded with silence when asked.
-    /// Returns the frames rendered. Pure Swift; the compiler checks it takes no lock and
-    /// allocates nothing (`@_noLocks`, optimized builds).
+    /// The render step: adds to `devicePeriod`, in device format, up to a whole period, from
+    /// the history (replays) or from the preroll slot and the ring, padded with silence when
+    /// asked. Pure Swift; the compiler checks it takes no lock and allocates nothing
+    /// (`@_noLocks`, optimized builds).
     @_noLocks
-    private mutating func renderPeriod(padWithSilence: Bool) -> Int {
+    private mutating func renderPeriod(padWithSilence: Bool) {
+        let wanted = periodFrames - periodRendered
+        let destination = devicePeriod + periodRendered * bytesPerFrame
         var rendered = 0
         if replayRemaining > 0 {
-            rendered = copyFromHistory(maximumFrames: periodFrames)
+            rendered = copyFromHistory(into: destination, maximumFrames: wanted)
         } else {
-            rendered = renderFromSources(maximumFrames: periodFrames)
+            rendered = renderFromSources(maximumFrames: wanted, atTimelineFrame: framesWritten + periodRendered)
             if rendered > 0 {
-                convertSamples(floatPeriod, count: rendered * channelCount, to: devicePeriod, format: format)
+                convertSamples(floatPeriod, count: rendered * channelCount, to: destination, format: format)
             }
         }
-        if rendered < periodFrames && padWithSilence {
+        periodRendered += rendered
+        if periodRendered < periodFrames && padWithSilence {
             // Silence: the queue ended (draining) or the decoder is late (underrun).
-            (devicePeriod + rendered * bytesPerFrame)
-                .initializeMemory(as: UInt8.self, repeating: 0, count: (periodFrames - rendered) * bytesPerFrame)
+            (devicePeriod + periodRendered * bytesPerFrame)
+                .initializeMemory(as: UInt8.self, repeating: 0, count: (periodFrames - periodRendered) * bytesPerFrame)
             if endOfQueueFrame == nil {
                 if !inUnderrun {
                     inUnderrun = true
@@ -469,19 +481,18 @@ struct AudioRenderer: ~Copyable {
             } else if mode == .running {
                 mode = .draining
             }
-            rendered = periodFrames
-        } else if rendered == periodFrames {
+            periodRendered = periodFrames
+        } else if periodRendered == periodFrames && rendered > 0 {
             inUnderrun = false
         }
-        return rendered
     }
 
     @_noLocks
-    private mutating func copyFromHistory(maximumFrames: Int) -> Int {
+    private mutating func copyFromHistory(into destination: UnsafeMutableRawPointer, maximumFrames: Int) -> Int {
         let count = min(maximumFrames, replayRemaining)
         for frame in 0..<count {
             let slot = (replaySource + frame) % historyCapacityInFrames
-            (devicePeriod + frame * bytesPerFrame)
+            (destination + frame * bytesPerFrame)
                 .copyMemory(from: history + slot * bytesPerFrame, byteCount: bytesPerFrame)
         }
         replaySource += count
@@ -524,7 +535,7 @@ struct AudioRenderer: ~Copyable {
     /// Fills `floatPeriod` from the preroll slot or the ring, following the markers.
     /// Returns frames rendered; stops early at the queue's end or when nothing is ready.
     @_noLocks
-    private mutating func renderFromSources(maximumFrames: Int) -> Int {
+    private mutating func renderFromSources(maximumFrames: Int, atTimelineFrame timelineStart: Int) -> Int {
         var filled = 0
         while filled < maximumFrames {
             if prerollSlotIndex >= 0 {
@@ -549,7 +560,7 @@ struct AudioRenderer: ~Copyable {
             if let marker = markers.peek() {
                 if marker.ringFrame == readFrame {
                     _ = markers.pop()
-                    if apply(marker, atTimelineFrame: framesWritten + filled) { break }
+                    if apply(marker, atTimelineFrame: timelineStart + filled) { break }
                     continue
                 }
                 readable = min(readable, marker.ringFrame - readFrame)

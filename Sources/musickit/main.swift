@@ -1,20 +1,68 @@
-import AudioEngine
 import Foundation
 
-func say(_ items: Any...) { let s = items.map { "\($0)" }.joined(separator: " ") + "\n"; _ = s.withCString { write(1, $0, strlen($0)) } }
-var configuration = AudioEngineConfiguration(deviceName: CommandLine.arguments[1])
-let engine = AudioEngine(configuration: configuration)
-engine.setEventHandler { event in say("event:", event) }
-engine.setQueue(AudioEntryList(paths: Array(CommandLine.arguments.dropFirst(2))))
-let t0 = monotonicNanoseconds()
-do {
-    try engine.prepare()
-    say("prepared in", Double(monotonicNanoseconds() - t0) / 1e6, "ms", engine.statistics)
-    try engine.play()
-} catch { say("error:", error); exit(1) }
-while engine.status == .playing || engine.status == .prepared {
-    usleep(100_000)
-    say("pos", engine.position)
+// musickit: the command-line face of OpenMusicKit. One file per command; this one dispatches.
+
+/// A subcommand: its name, one line for the general help, its own help, and how it runs.
+struct Command: Sendable {
+    let name: String
+    let summary: String
+    let help: String
+    let run: @Sendable ([String]) -> ExitCode
 }
-say("status", engine.status, engine.statistics)
-engine.stop()
+
+let commands: [Command] = [
+    Command(name: "play", summary: "play audio files through the speakers, gaplessly",
+            help: PlayCommand.help, run: PlayCommand.run),
+]
+
+let generalHelp = """
+usage: musickit COMMAND [OPTIONS] [ARGUMENTS]
+
+OpenMusicKit: Apple's MusicKit for Linux, over a real-time ALSA audio engine.
+
+commands:
+\(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+  help      show help for a command (musickit help play)
+
+Run `musickit COMMAND --help` for a command's options.
+
+exit codes:
+\(ExitCode.helpText)
+"""
+
+@MainActor
+func runCommandLine(_ arguments: [String]) -> ExitCode {
+    guard let first = arguments.first else {
+        Console.error(generalHelp + "\n")
+        return .usage
+    }
+    switch first {
+    case "-h", "--help":
+        Console.out(generalHelp + "\n")
+        return .success
+    case "help":
+        guard let name = arguments.dropFirst().first else {
+            Console.out(generalHelp + "\n")
+            return .success
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            Console.error("musickit: unknown command '\(name)'\n\n\(generalHelp)\n")
+            return .usage
+        }
+        Console.out(command.help + "\n")
+        return .success
+    default:
+        guard let command = commands.first(where: { $0.name == first }) else {
+            Console.error("musickit: unknown command '\(first)'\n\n\(generalHelp)\n")
+            return .usage
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("-h") || rest.contains("--help") {
+            Console.out(command.help + "\n")
+            return .success
+        }
+        return command.run(rest)
+    }
+}
+
+exit(runCommandLine(Array(CommandLine.arguments.dropFirst())).rawValue)

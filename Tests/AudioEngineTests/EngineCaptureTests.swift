@@ -64,6 +64,28 @@ final class EngineCaptureTests: XCTestCase {
         XCTAssertFalse(events.contains { if case .underrun = $0 { true } else { false } })
     }
 
+    func testBundledGaplessAlbumPlaysAsOneContinuousRecording() throws {
+        // Assets/Albums/through-space-gapless: 24 s of one recording cut into three FLAC tracks.
+        let album = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Assets/Albums/through-space-gapless")
+        let paths = (1...3).map { album.appendingPathComponent("part-\($0).flac").path }
+        var continuous: [Float] = []
+        for path in paths {
+            let decoder = try AudioFileDecoder(path: path)
+            var buffer = [Float](repeating: 0, count: decoder.info.frameCount * 2)
+            let frames = try buffer.withUnsafeMutableBufferPointer {
+                try decoder.read(into: $0.baseAddress!, frameCount: decoder.info.frameCount)
+            }
+            XCTAssertEqual(frames, decoder.info.frameCount)
+            continuous += buffer
+        }
+        XCTAssertEqual(continuous.count / 2, 1_058_400, "24 s at 44.1 kHz")
+        let (capture, events, _) = try play(paths)
+        assertCapture(capture, equals: TestSignal.int16(continuous))
+        XCTAssertTrue(events.contains(.entryStarted(.init(rawValue: 2), streamFrame: 352_817)))
+        XCTAssertTrue(events.contains(.entryStarted(.init(rawValue: 3), streamFrame: 705_601)))
+    }
+
     func testEventsComeInHeardOrder() throws {
         let signal = TestSignal.sweep(frames: 9_000)
         let paths = try album(signal, cuts: [3_000, 6_000])

@@ -1,0 +1,135 @@
+import Foundation
+import Glibc
+
+/// Exit codes of every command; listed in `musickit --help`.
+enum ExitCode: Int32 {
+    case success = 0
+    /// Something failed at run time (see the message).
+    case failure = 1
+    /// The command line was wrong; usage was printed.
+    case usage = 2
+    /// Some entries could not be played; the rest played.
+    case someEntriesFailed = 3
+    /// Nothing in the request could be played.
+    case nothingPlayable = 4
+    /// The audio device could not be opened or failed.
+    case deviceError = 5
+    /// Stopped by Ctrl-C (SIGINT) or SIGTERM.
+    case interrupted = 130
+
+    static let helpText = """
+      0    success
+      1    failure (the message says what)
+      2    wrong arguments (usage is printed)
+      3    some entries could not be played; the rest played
+      4    nothing could be played
+      5    the audio device could not be opened or failed
+      130  interrupted (Ctrl-C)
+    """
+}
+
+/// Writes to stdout and stderr without buffering surprises.
+enum Console {
+    static func out(_ text: String) { write(1, text) }
+    static func error(_ text: String) { write(2, text) }
+
+    private static func write(_ descriptor: Int32, _ text: String) {
+        var remaining = Array(text.utf8)
+        while !remaining.isEmpty {
+            let written = remaining.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written <= 0 { return }
+            remaining.removeFirst(written)
+        }
+    }
+
+    static var isInteractive: Bool { isatty(0) == 1 && isatty(1) == 1 }
+}
+
+/// Puts the terminal in raw mode (keys arrive one by one, unechoed) and restores it.
+final class RawTerminal: @unchecked Sendable {
+    // @unchecked: `original` is written once in init and read once in restore.
+    private var original = termios()
+    private var active = false
+
+    init?() {
+        guard isatty(0) == 1, tcgetattr(0, &original) == 0 else { return nil }
+        var raw = original
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        withUnsafeMutableBytes(of: &raw.c_cc) { bytes in
+            bytes[Int(VMIN)] = 1
+            bytes[Int(VTIME)] = 0
+        }
+        guard tcsetattr(0, TCSANOW, &raw) == 0 else { return nil }
+        active = true
+    }
+
+    func restore() {
+        guard active else { return }
+        active = false
+        tcsetattr(0, TCSANOW, &original)
+    }
+
+    deinit { restore() }
+}
+
+/// A key or key sequence read from a raw terminal.
+enum Key: Equatable {
+    case character(Character)
+    case left, right, up, down
+    case other
+}
+
+/// Reads keys from stdin on a thread of its own and hands them to `handler`.
+final class KeyReader: @unchecked Sendable {
+    private let thread: Thread
+
+    init(handler: @escaping @Sendable (Key) -> Void) {
+        thread = Thread {
+            var byte: UInt8 = 0
+            var escape: [UInt8] = []
+            while read(0, &byte, 1) == 1 {
+                if !escape.isEmpty || byte == 0x1B {
+                    escape.append(byte)
+                    if escape.count == 3 {
+                        switch escape[2] {
+                        case 0x41: handler(.up)
+                        case 0x42: handler(.down)
+                        case 0x43: handler(.right)
+                        case 0x44: handler(.left)
+                        default: handler(.other)
+                        }
+                        escape.removeAll()
+                    } else if escape.count == 2 && byte != 0x5B {
+                        escape.removeAll()
+                    }
+                    continue
+                }
+                handler(.character(Character(UnicodeScalar(byte))))
+            }
+        }
+        thread.start()
+    }
+}
+
+/// Turns SIGINT/SIGTERM/SIGUSR1/SIGUSR2 into callbacks on a queue.
+final class SignalHandlers: @unchecked Sendable {
+    // @unchecked: sources are created once and only cancelled.
+    private var sources: [DispatchSourceSignal] = []
+    private let queue = DispatchQueue(label: "musickit.signals")
+
+    func on(_ signalNumber: Int32, _ handler: @escaping @Sendable () -> Void) {
+        signal(signalNumber, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+        source.setEventHandler(handler: handler)
+        source.resume()
+        sources.append(source)
+    }
+}
+
+/// "3:07", "1:02:03".
+func formatTime(_ seconds: Double) -> String {
+    guard seconds.isFinite, seconds >= 0 else { return "--:--" }
+    let total = Int(seconds)
+    if total >= 3_600 { return String(format: "%d:%02d:%02d", total / 3_600, total / 60 % 60, total % 60) }
+    return String(format: "%d:%02d", total / 60, total % 60)
+}

@@ -1,0 +1,152 @@
+import AudioEngine
+import Foundation
+import XCTest
+
+/// The `musickit` binary end to end: arguments, exit codes, output, signals.
+final class CommandLineTests: XCTestCase {
+    /// Runs the built `musickit` with `arguments`; returns its exit code and output.
+    @discardableResult
+    private func run(_ arguments: [String], environment: [String: String] = [:],
+                     whileRunning: ((Process) -> Void)? = nil) throws -> (code: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = CommandLineTests.executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        whileRunning?(process)
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+
+    static var executable: URL {
+        // Tests run from .build/<triple>/<configuration>/, next to the musickit binary.
+        var directory = Bundle.main.bundleURL
+        while directory.pathComponents.count > 1 {
+            let candidate = directory.appendingPathComponent("musickit")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return URL(fileURLWithPath: ".build/debug/musickit")
+    }
+
+    private func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        return url
+    }
+
+    private func tone(_ url: URL, hz: Double, seconds: Double, title: String) throws {
+        let frames = Int(seconds * 44_100)
+        let samples = (0..<frames).flatMap { frame -> [Float] in
+            let value = Float(0.5 * sin(2 * Double.pi * hz * Double(frame) / 44_100))
+            return [value, value]
+        }
+        let writer = try AudioFileWriter(path: url.path, format: .flac16, sampleRate: 44_100, channelCount: 2,
+                                         tags: .init(title: title, artist: "Test Tones"))
+        try writer.write(samples)
+        try writer.close()
+    }
+
+    func testNoArgumentsPrintsUsageAndExitsWithTwo() throws {
+        let result = try run([])
+        XCTAssertEqual(result.code, 2)
+        XCTAssertTrue(result.err.contains("usage: musickit COMMAND"), result.err)
+    }
+
+    func testHelpListsCommandsAndExitCodes() throws {
+        let result = try run(["--help"])
+        XCTAssertEqual(result.code, 0)
+        XCTAssertTrue(result.out.contains("play"))
+        XCTAssertTrue(result.out.contains("130"))
+    }
+
+    func testEveryCommandHasHelp() throws {
+        for command in ["play"] {
+            let result = try run([command, "--help"])
+            XCTAssertEqual(result.code, 0, command)
+            XCTAssertTrue(result.out.contains("usage: musickit \(command)"), result.out)
+            let viaHelp = try run(["help", command])
+            XCTAssertEqual(viaHelp.out, result.out)
+        }
+    }
+
+    func testUnknownCommandOrOptionIsAUsageError() throws {
+        XCTAssertEqual(try run(["dance"]).code, 2)
+        let result = try run(["play", "--loudly", "a.flac"])
+        XCTAssertEqual(result.code, 2)
+        XCTAssertTrue(result.err.contains("unknown option --loudly"), result.err)
+        XCTAssertTrue(result.err.contains("usage: musickit play"), result.err)
+        XCTAssertEqual(try run(["play", "--device"]).code, 2, "an option without its value")
+        XCTAssertEqual(try run(["play"]).code, 2, "no file")
+    }
+
+    func testNothingPlayableExitsWithFourAndSaysWhy() throws {
+        let result = try run(["play", "--no-ui", "--device", "null", "/nonexistent/song.flac"])
+        XCTAssertEqual(result.code, 4)
+        XCTAssertTrue(result.err.contains("/nonexistent/song.flac: no such file"), result.err)
+    }
+
+    func testUnknownDeviceExitsWithFiveAndListsDevices() throws {
+        let directory = try temporaryDirectory()
+        let song = directory.appendingPathComponent("a.flac")
+        try tone(song, hz: 440, seconds: 0.2, title: "A")
+        let result = try run(["play", "--no-ui", "--device", "no_such_pcm", song.path])
+        XCTAssertEqual(result.code, 5)
+        XCTAssertTrue(result.err.contains("no_such_pcm"), result.err)
+        XCTAssertTrue(result.err.contains("--device"), result.err)
+        XCTAssertFalse(result.err.contains("ALSA lib"), "alsa-lib's own messages are silenced: \(result.err)")
+    }
+
+    private func sinkDevice() throws -> String {
+        if let device = ProcessInfo.processInfo.environment["MUSICKIT_TEST_PULSE_DEVICE"] { return device }
+        if ProcessInfo.processInfo.environment["MUSICKIT_TEST_REQUIRE_AUDIO_SERVER"] == "1" {
+            XCTFail("MUSICKIT_TEST_REQUIRE_AUDIO_SERVER is set but MUSICKIT_TEST_PULSE_DEVICE is not")
+        }
+        throw XCTSkip("no PulseAudio test sink: run the tests with scripts/test")
+    }
+
+    func testPlaysFilesInOrderSkipsTheBrokenOneAndExitsWithThree() throws {
+        let device = try sinkDevice()
+        let directory = try temporaryDirectory()
+        let first = directory.appendingPathComponent("first.flac")
+        let last = directory.appendingPathComponent("last.flac")
+        try tone(first, hz: 440, seconds: 0.3, title: "First Tone")
+        try tone(last, hz: 660, seconds: 0.3, title: "Last Tone")
+        let broken = directory.appendingPathComponent("broken.flac")
+        try Data("not flac".utf8).write(to: broken)
+        let result = try run(["play", "--no-ui", "--device", device, first.path, broken.path, last.path])
+        XCTAssertEqual(result.code, 3, "one entry failed: \(result.err)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines.contains { $0.contains("[1/3] First Tone — Test Tones") }, result.out)
+        XCTAssertTrue(lines.contains { $0.contains("[3/3] Last Tone — Test Tones") }, result.out)
+        XCTAssertLessThan(lines.firstIndex { $0.contains("[1/3]") }!, lines.firstIndex { $0.contains("[3/3]") }!)
+        XCTAssertTrue(result.err.contains("[2/3] skipped: \(broken.path): corrupt"), result.err)
+    }
+
+    func testSignalsSkipAndInterrupt() throws {
+        let device = try sinkDevice()
+        let directory = try temporaryDirectory()
+        let long = directory.appendingPathComponent("long.flac")
+        let next = directory.appendingPathComponent("next.flac")
+        try tone(long, hz: 440, seconds: 20, title: "Long Tone")
+        try tone(next, hz: 660, seconds: 20, title: "Next Tone")
+        let started = Date()
+        let result = try run(["play", "--no-ui", "--device", device, long.path, next.path]) { process in
+            usleep(700_000)
+            kill(process.processIdentifier, SIGUSR1)
+            usleep(500_000)
+            kill(process.processIdentifier, SIGINT)
+        }
+        XCTAssertEqual(result.code, 130)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "Ctrl-C stops at once")
+        XCTAssertTrue(result.out.contains("[2/2] Next Tone"), "SIGUSR1 skipped: \(result.out)")
+    }
+}
