@@ -1,1 +1,109 @@
-print("placeholder")
+import AudioEngine
+import AudioMeasurement
+import Foundation
+
+// musickit-bench: measures the engine and other players through the same PulseAudio null
+// sink, in one run, and prints a Markdown table (stdout) of median, min and max.
+// Run it through scripts/bench, which starts the sink.
+
+let usage = """
+usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--output FILE]
+
+groups: ttfa, skip, gap, cpu, load, ring, decode, cli, peers
+Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
+for every group but ring and decode.
+"""
+
+var runs = 9
+var only: Set<String>?
+var withPeers = true
+var outputPath: String?
+var arguments = Array(CommandLine.arguments.dropFirst())
+while let argument = arguments.first {
+    arguments.removeFirst()
+    switch argument {
+    case "--runs":
+        guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
+        runs = value
+        arguments.removeFirst()
+    case "--only":
+        guard let value = arguments.first else { print(usage); exit(2) }
+        only = Set(value.split(separator: ",").map(String.init))
+        arguments.removeFirst()
+    case "--no-peers": withPeers = false
+    case "--output":
+        guard let value = arguments.first else { print(usage); exit(2) }
+        outputPath = value
+        arguments.removeFirst()
+    case "-h", "--help": print(usage); exit(0)
+    default: FileHandle.standardError.write("unknown argument \(argument)\n\n\(usage)\n".data(using: .utf8)!); exit(2)
+    }
+}
+
+@MainActor func wants(_ group: String) -> Bool { only?.contains(group) ?? (group != "peers" || withPeers) }
+
+let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+let repository = executable.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+let assets = repository.appendingPathComponent("Assets")
+let musickit = executable.deletingLastPathComponent().appendingPathComponent("musickit")
+
+let report = Report()
+let fixtures = try Fixtures(assets: assets)
+defer { fixtures.remove() }
+
+let throughput = ThroughputBenchmarks(fixtures: fixtures, runs: runs, report: report)
+if wants("ring") { progress("ring buffer"); throughput.ringBuffer() }
+if wants("decode") { progress("decoding"); try throughput.decoding() }
+
+let environment = ProcessInfo.processInfo.environment
+let realTimeGroups = ["ttfa", "skip", "gap", "cpu", "load", "cli", "peers"]
+if realTimeGroups.contains(where: { wants($0) }) {
+    guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
+        progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
+        exit(1)
+    }
+    let recorder = try MonitorRecorder(source: monitor, latencyMilliseconds: 2)
+    progress("warming up the monitor recorder (2.5 s)")
+    recorder.warmUp()
+    let engine = EngineBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report)
+    let peers = PeerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+                               musickit: musickit)
+    if wants("ttfa") { progress("time to first audio"); engine.timeToFirstAudio() }
+    if wants("skip") { progress("skip latency"); engine.skipLatency() }
+    if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
+    if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU(loaded: false) }
+    if wants("load") { progress("underruns under load"); engine.audioThreadCPU(loaded: true) }
+    if wants("cli") { progress("command-line start"); peers.commandLineTTFA() }
+    if wants("peers") {
+        progress("peers: gaps"); peers.gaps()
+        progress("peers: mpv skip"); peers.mpvSkip()
+        progress("peers: MPD"); try peers.mpd()
+    }
+    recorder.stop()
+
+    // Ratios against the peers, same run.
+    var ratios: [String] = []
+    func ratio(_ ours: String, _ theirs: String) {
+        if let a = report.median(ours), let b = report.median(theirs), b > 0 {
+            ratios.append("- \(ours) / \(theirs): \(format(a / b))")
+        }
+    }
+    ratio("engine TTFA after prepare(): play() -> sound", "MPD TTFA: `play` on an open connection -> sound")
+    ratio("engine skip: skipToNextEntry() -> next entry's sound", "MPD skip: `next` on an open connection -> next file's sound")
+    ratio("engine skip: skipToNextEntry() -> next entry's sound", "mpv skip: playlist-next over IPC -> next file's sound")
+    ratio("musickit play (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
+    ratio("musickit play (CLI) TTFA: process start -> sound", "mpv TTFA: process start -> sound")
+    let header = """
+    Measured through a PulseAudio \(PeerBenchmarks.installed("pulseaudio") != nil ? "" : "(?) ")null sink, \
+    monitor recorded by parec --latency-msec=\(recorder.latencyMilliseconds); \(runs) runs each; \
+    \(ProcessInfo.processInfo.activeProcessorCount) cores; \(AudioFileDecoder.libraryVersion).
+    """
+    let table = header + "\n\n" + report.markdown() + (ratios.isEmpty ? "" : "\n\nRatios (medians, same run; below 1 is faster):\n" + ratios.joined(separator: "\n"))
+    print(table)
+    if let outputPath { try table.write(toFile: outputPath, atomically: true, encoding: .utf8) }
+} else {
+    let table = report.markdown()
+    print(table)
+    if let outputPath { try table.write(toFile: outputPath, atomically: true, encoding: .utf8) }
+}

@@ -1,25 +1,28 @@
 /// One queue entry opened for decoding into the stream's format: the file's frames,
 /// mapped to the stream's channels and converted to its sample rate.
 ///
-/// Thread safety: the decoder thread only (created on the control thread for the first entry
-/// and handed over). Real-time safety: none; it reads files and allocates.
-final class EntryDecoder {
-    let entry: AudioEntry
-    let decoder: AudioFileDecoder
+/// The engine's decoder thread uses one per entry; it is public for tools that want the same
+/// conversion (benchmarks, offline rendering).
+///
+/// Thread safety: one thread at a time (in the engine, the decoder thread). Real-time safety:
+/// none; it reads files and allocates.
+public final class EntryDecoder {
+    public let entry: AudioEntry
+    public let decoder: AudioFileDecoder
     private let converter: SampleRateConverter?
-    let streamRate: Int
-    let streamChannels: Int
+    public let streamRate: Int
+    public let streamChannels: Int
     private let chunkFrames: Int
     /// First and end file frames to play (start and end time).
     private let firstFileFrame: Int
     private let endFileFrame: Int
 
     /// The entry's frame (stream rate) of the next frame this decoder produces.
-    private(set) var entryFrame = 0
+    public private(set) var entryFrame = 0
     /// Stream-format samples decoded but not yet delivered (written first by `nextChunk`).
     var carry: [Float] = []
     private var inputDone = false
-    private(set) var isFinished = false
+    public private(set) var isFinished = false
 
     private let fileBuffer: UnsafeMutablePointer<Float>
     private let mappedBuffer: UnsafeMutablePointer<Float>
@@ -30,7 +33,13 @@ final class EntryDecoder {
 
     /// Opens `entry` for a stream of `streamRate` Hz and `streamChannels` channels
     /// (reusing `opened` when the file is already open).
-    init(entry: AudioEntry, opened: AudioFileDecoder? = nil, streamRate: Int, streamChannels: Int,
+    public convenience init(entry: AudioEntry, streamRate: Int, streamChannels: Int,
+                            chunkFrames: Int = 4_096) throws(DecoderError) {
+        try self.init(entry: entry, opened: nil, streamRate: streamRate, streamChannels: streamChannels,
+                      chunkFrames: chunkFrames)
+    }
+
+    init(entry: AudioEntry, opened: AudioFileDecoder?, streamRate: Int, streamChannels: Int,
          chunkFrames: Int) throws(DecoderError) {
         self.entry = entry
         let decoder: AudioFileDecoder
@@ -72,7 +81,7 @@ final class EntryDecoder {
 
     /// Decodes the next chunk. The samples stay valid until the next call; empty when the
     /// entry is finished. Throws when the file breaks or ends before its declared length.
-    func nextChunk() throws(DecoderError) -> UnsafeBufferPointer<Float> {
+    public func nextChunk() throws(DecoderError) -> UnsafeBufferPointer<Float> {
         if isFinished { return UnsafeBufferPointer(start: nil, count: 0) }
         var producedFrames = 0
         var output = UnsafeMutablePointer<Float>(mappedBuffer)
@@ -105,7 +114,7 @@ final class EntryDecoder {
     }
 
     /// Moves to `frame` of the entry (stream rate), dropping the carry.
-    func seek(toEntryFrame frame: Int) throws(DecoderError) {
+    public func seek(toEntryFrame frame: Int) throws(DecoderError) {
         let fileRate = decoder.info.sampleRate
         let fileFrame = firstFileFrame + Int((Double(frame) * Double(fileRate) / Double(streamRate)).rounded())
         try decoder.seek(toFrame: min(fileFrame, endFileFrame))

@@ -1,0 +1,195 @@
+import AudioEngine
+import AudioMeasurement
+import Foundation
+
+/// The engine measured from outside: calls are timestamped with CLOCK_MONOTONIC and the
+/// sound is found in the PulseAudio null sink's monitor recording.
+struct EngineBenchmarks {
+    let device: String
+    let recorder: MonitorRecorder
+    let fixtures: Fixtures
+    let runs: Int
+    let report: Report
+
+    private func configuration() -> AudioEngineConfiguration {
+        var configuration = AudioEngineConfiguration(deviceName: device)
+        configuration.sampleFormats = [.int16]
+        return configuration
+    }
+
+    /// Waits until the sink has been quiet for a while, so the next run starts from silence.
+    func settle() {
+        Thread.sleep(forTimeInterval: 0.25)
+    }
+
+    func timeToFirstAudio() {
+        for prepared in [false, true] {
+            var values: [Double] = []
+            for _ in 0..<runs {
+                let engine = AudioEngine(configuration: configuration())
+                engine.setQueue(AudioEntryList(paths: [fixtures.sweep.path]))
+                if prepared {
+                    do { try engine.prepare() } catch { progress("prepare failed: \(error)"); continue }
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+                let start = monotonicNanoseconds()
+                do { try engine.play() } catch { progress("play failed: \(error)"); continue }
+                if let sound = recorder.firstSound(after: start) {
+                    values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+                }
+                Thread.sleep(forTimeInterval: 0.15)
+                engine.stop()
+                settle()
+            }
+            report.add(Row(prepared ? "engine TTFA after prepare(): play() -> sound" : "engine TTFA cold: play() -> sound",
+                           unit: "ms", values: values, note: "API call in a running process"))
+        }
+    }
+
+    func skipLatency() {
+        var values: [Double] = []
+        var sources = AudioEngineStatistics.SkipSources()
+        for _ in 0..<runs {
+            let engine = AudioEngine(configuration: configuration())
+            engine.setQueue(AudioEntryList(paths: [fixtures.silence.path, fixtures.sweep.path]))
+            do { try engine.play() } catch { progress("play failed: \(error)"); continue }
+            Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
+            let start = monotonicNanoseconds()
+            engine.skipToNextEntry()
+            if let sound = recorder.firstSound(after: start) {
+                values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+            let skips = engine.statistics.skips
+            sources.preroll += skips.preroll
+            sources.ring += skips.ring
+            sources.deviceBuffer += skips.deviceBuffer
+            sources.decoder += skips.decoder
+            engine.stop()
+            settle()
+        }
+        report.add(Row("engine skip: skipToNextEntry() -> next entry's sound", unit: "ms", values: values,
+                       note: "next entry from: preroll \(sources.preroll), ring \(sources.ring), "
+                           + "device buffer \(sources.deviceBuffer), decoder \(sources.decoder)"))
+    }
+
+    /// Plays the gapless pair and measures inserted frames at the boundary in the monitor.
+    func gaplessBoundary() {
+        var gaps: [Double] = []
+        var exact = 0
+        for _ in 0..<runs {
+            let engine = AudioEngine(configuration: configuration())
+            engine.setQueue(AudioEntryList(paths: [fixtures.gaplessFirst.path, fixtures.gaplessSecond.path]))
+            let start = monotonicNanoseconds()
+            do { try engine.play() } catch { progress("play failed: \(error)"); continue }
+            Thread.sleep(forTimeInterval: 1.3)
+            engine.stop()
+            let recorded = recorder.samples(after: start)
+            if let measurement = GapMeasurement.measure(recorded: recorded, signal: fixtures.gaplessSignal,
+                                                        cut: Fixtures.gaplessCut) {
+                gaps.append(Double(measurement.insertedFrames))
+                if measurement.bitExact { exact += 1 }
+            }
+            settle()
+        }
+        report.add(Row("engine gap at a track boundary", unit: "frames", values: gaps,
+                       note: "bit-exact across the boundary in \(exact) of \(gaps.count) runs"))
+    }
+
+    /// CPU time the audio thread spends per second of audio, and underruns with both cores loaded.
+    func audioThreadCPU(loaded: Bool) {
+        var hogs: [Process] = []
+        if loaded {
+            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
+                let hog = Process()
+                hog.executableURL = URL(fileURLWithPath: "/bin/sh")
+                hog.arguments = ["-c", "while :; do :; done"]
+                try? hog.run()
+                hogs.append(hog)
+            }
+        }
+        defer { for hog in hogs { hog.terminate(); hog.waitUntilExit() } }
+        let engine = AudioEngine(configuration: configuration())
+        engine.setQueue(AudioEntryList(paths: [fixtures.music.path]))
+        do { try engine.play() } catch { progress("play failed: \(error)"); return }
+        Thread.sleep(forTimeInterval: 0.5)
+        let thread = ThreadCPU.find(named: "musickit-audio")
+        let cpuStart = thread.flatMap(ThreadCPU.nanoseconds)
+        let positionStart = engine.position.seconds
+        Thread.sleep(forTimeInterval: 10)
+        let cpuEnd = thread.flatMap(ThreadCPU.nanoseconds)
+        let audioSeconds = engine.position.seconds - positionStart
+        let statistics = engine.statistics
+        engine.stop()
+        settle()
+        if !loaded, let cpuStart, let cpuEnd, audioSeconds > 0 {
+            report.add(Row("engine audio thread CPU per second of audio", unit: "ms/s",
+                           values: [Double(cpuEnd - cpuStart) / 1e6 / audioSeconds],
+                           note: "\(format(audioSeconds)) s of audio, from /proc schedstat"))
+        }
+        if loaded {
+            report.add(Row("engine underruns + xruns, both cores loaded", unit: "count",
+                           values: [Double(statistics.underruns + statistics.xruns)],
+                           note: "10 s, \(hogs.count) busy processes, realtime thread: \(statistics.isRealtime)"))
+        }
+    }
+}
+
+/// Finds where a known signal's two halves sit in a monitor recording.
+enum GapMeasurement {
+    struct Result {
+        /// Frames between the end of the first part and the start of the second beyond none.
+        let insertedFrames: Int
+        /// Whether the recording holds the signal unchanged from before to after the cut.
+        let bitExact: Bool
+    }
+
+    /// Locates a 64-frame snippet from ~0.1 s before the cut and one from ~0.1 s after it
+    /// (bit-exact search); the distance between them, minus the distance in the signal, is
+    /// what the player inserted (or dropped, if negative).
+    static func measure(recorded: [Int16], signal: [Int16], cut: Int) -> Result? {
+        let before = cut - 4_410
+        let after = cut + 4_410
+        guard let first = find(signal[(before * 2)..<((before + 64) * 2)], in: recorded),
+              let second = find(signal[(after * 2)..<((after + 64) * 2)], in: recorded, from: first) else { return nil }
+        let inserted = (second - first) - (after - before)
+        var exact = inserted == 0
+        if exact {
+            let recordedSpan = recorded[(first * 2)..<((first + after - before + 64) * 2)]
+            let signalSpan = signal[(before * 2)..<((after + 64) * 2)]
+            exact = Array(recordedSpan) == Array(signalSpan)
+        }
+        return Result(insertedFrames: inserted, bitExact: exact)
+    }
+
+    private static func find(_ needle: ArraySlice<Int16>, in haystack: [Int16], from startFrame: Int = 0) -> Int? {
+        let pattern = Array(needle)
+        guard let firstSample = pattern.first, haystack.count >= pattern.count else { return nil }
+        var frame = startFrame
+        while (frame * 2) + pattern.count <= haystack.count {
+            if haystack[frame * 2] == firstSample && Array(haystack[(frame * 2)..<(frame * 2 + pattern.count)]) == pattern {
+                return frame
+            }
+            frame += 1
+        }
+        return nil
+    }
+}
+
+/// CPU time of one of this process's threads, from /proc.
+enum ThreadCPU {
+    static func find(named name: String) -> Int? {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
+        for task in tasks {
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+            if comm.trimmingCharacters(in: .whitespacesAndNewlines) == name { return Int(task) }
+        }
+        return nil
+    }
+
+    /// Nanoseconds the thread has run (first field of schedstat).
+    static func nanoseconds(_ thread: Int) -> UInt64? {
+        guard let text = try? String(contentsOfFile: "/proc/self/task/\(thread)/schedstat", encoding: .utf8) else { return nil }
+        return text.split(separator: " ").first.flatMap { UInt64($0) }
+    }
+}

@@ -1,0 +1,341 @@
+import AudioEngine
+import AudioMeasurement
+import Foundation
+
+/// Other players through the same sink, in the same run: `aplay`, and when installed `mpv`
+/// and MPD (through `mpc` and through its protocol on an open connection). Each is timed
+/// exactly like the engine: the command or request is timestamped, the sound found at the monitor.
+struct PeerBenchmarks {
+    let device: String
+    let recorder: MonitorRecorder
+    let fixtures: Fixtures
+    let runs: Int
+    let report: Report
+    let musickit: URL
+
+    static func installed(_ tool: String) -> URL? {
+        for directory in ["/usr/bin", "/usr/local/bin", "/bin"] {
+            let url = URL(fileURLWithPath: directory).appendingPathComponent(tool)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return nil
+    }
+
+    private func settle() { Thread.sleep(forTimeInterval: 0.25) }
+
+    /// Starts `executable` at a timestamp and waits for the first sound.
+    private func commandTTFA(_ name: String, _ executable: URL, _ arguments: [String], note: String) {
+        var values: [Double] = []
+        for _ in 0..<runs {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            let start = monotonicNanoseconds()
+            do { try process.run() } catch { progress("\(name): \(error)"); return }
+            if let sound = recorder.firstSound(after: start, timeout: 3) {
+                values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+            process.terminate()
+            process.waitUntilExit()
+            settle()
+        }
+        report.add(Row(name, unit: "ms", values: values, note: note))
+    }
+
+    func commandLineTTFA() {
+        commandTTFA("musickit play (CLI) TTFA: process start -> sound", musickit,
+                    ["play", "--no-ui", "--device", device, fixtures.sweep.path], note: "includes process start-up")
+        if let aplay = Self.installed("aplay") {
+            commandTTFA("aplay TTFA: process start -> sound", aplay, ["-q", "-D", device, fixtures.sweep.path],
+                        note: "ALSA pulse plugin, same device")
+        }
+        if let paplay = Self.installed("paplay") {
+            commandTTFA("paplay TTFA: process start -> sound", paplay, [fixtures.sweep.path], note: "native PulseAudio client")
+        }
+        if let mpv = Self.installed("mpv") {
+            commandTTFA("mpv TTFA: process start -> sound", mpv,
+                        ["--no-config", "--no-video", "--really-quiet", "--ao=alsa", "--audio-device=alsa/\(device)",
+                         fixtures.sweep.path], note: "same ALSA device")
+        }
+    }
+
+    /// Gap at the boundary when a player is given the two halves of one sweep.
+    private func commandGap(_ name: String, _ executable: URL, _ arguments: [String]) {
+        var gaps: [Double] = []
+        var exact = 0
+        for _ in 0..<runs {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let start = monotonicNanoseconds()
+            do { try process.run() } catch { return }
+            process.waitUntilExit()
+            Thread.sleep(forTimeInterval: 0.3)
+            if let measurement = GapMeasurement.measure(recorded: recorder.samples(after: start),
+                                                        signal: fixtures.gaplessSignal, cut: Fixtures.gaplessCut) {
+                gaps.append(Double(measurement.insertedFrames))
+                if measurement.bitExact { exact += 1 }
+            }
+            settle()
+        }
+        report.add(Row(name, unit: "frames", values: gaps, note: "bit-exact in \(exact) of \(gaps.count) runs"))
+    }
+
+    func gaps() {
+        if let aplay = Self.installed("aplay") {
+            commandGap("aplay gap between two files", aplay,
+                       ["-q", "-D", device, fixtures.gaplessFirst.path, fixtures.gaplessSecond.path])
+        }
+        if let mpv = Self.installed("mpv") {
+            commandGap("mpv --gapless-audio=yes gap between two files", mpv,
+                       ["--no-config", "--no-video", "--really-quiet", "--gapless-audio=yes", "--ao=alsa",
+                        "--audio-device=alsa/\(device)", fixtures.gaplessFirst.path, fixtures.gaplessSecond.path])
+        }
+    }
+
+    /// mpv's skip: `playlist-next` over its IPC socket while it plays silence.
+    func mpvSkip() {
+        guard let mpv = Self.installed("mpv") else { return }
+        var values: [Double] = []
+        for run in 0..<runs {
+            let socketPath = fixtures.directory.appendingPathComponent("mpv-\(run).sock").path
+            let process = Process()
+            process.executableURL = mpv
+            process.arguments = ["--no-config", "--no-video", "--really-quiet", "--ao=alsa", "--audio-device=alsa/\(device)",
+                                 "--input-ipc-server=\(socketPath)", fixtures.silence.path, fixtures.sweep.path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            do { try process.run() } catch { return }
+            Thread.sleep(forTimeInterval: 1.0)
+            if let connection = try? LineConnection(unixSocket: socketPath) {
+                let start = monotonicNanoseconds()
+                connection.send("{\"command\": [\"playlist-next\"]}\n")
+                if let sound = recorder.firstSound(after: start) {
+                    values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+                }
+            }
+            process.terminate()
+            process.waitUntilExit()
+            settle()
+        }
+        report.add(Row("mpv skip: playlist-next over IPC -> next file's sound", unit: "ms", values: values))
+    }
+
+    /// MPD with an ALSA output on the same device: `play` and `next` on an open connection,
+    /// and `mpc play` as a command.
+    func mpd() throws {
+        guard let mpdBinary = Self.installed("mpd") else { return }
+        let server = try MPDServer(binary: mpdBinary, device: device, fixtures: fixtures)
+        defer { server.stop() }
+        let connection = try server.connect()
+
+        var playValues: [Double] = []
+        for _ in 0..<runs {
+            connection.command("stop")
+            connection.command("clear")
+            connection.command("add \"\(fixtures.sweep.lastPathComponent)\"")
+            settle()
+            let start = monotonicNanoseconds()
+            connection.send("play\n")
+            if let sound = recorder.firstSound(after: start) {
+                playValues.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+            }
+            _ = connection.readResponse()
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        connection.command("stop")
+        report.add(Row("MPD TTFA: `play` on an open connection -> sound", unit: "ms", values: playValues,
+                       note: "daemon running, queue loaded"))
+
+        if let mpc = Self.installed("mpc") {
+            var mpcValues: [Double] = []
+            for _ in 0..<runs {
+                connection.command("stop")
+                settle()
+                let process = Process()
+                process.executableURL = mpc
+                process.arguments = ["-q", "-p", String(server.port), "play"]
+                process.standardOutput = FileHandle.nullDevice
+                let start = monotonicNanoseconds()
+                try? process.run()
+                if let sound = recorder.firstSound(after: start) {
+                    mpcValues.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+                }
+                process.waitUntilExit()
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            connection.command("stop")
+            report.add(Row("MPD TTFA via `mpc play` -> sound", unit: "ms", values: mpcValues, note: "includes mpc start-up"))
+        }
+
+        var nextValues: [Double] = []
+        for _ in 0..<runs {
+            connection.command("stop")
+            connection.command("clear")
+            connection.command("add \"\(fixtures.silence.lastPathComponent)\"")
+            connection.command("add \"\(fixtures.sweep.lastPathComponent)\"")
+            connection.command("play")
+            Thread.sleep(forTimeInterval: 0.8)
+            let start = monotonicNanoseconds()
+            connection.send("next\n")
+            if let sound = recorder.firstSound(after: start) {
+                nextValues.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+            }
+            _ = connection.readResponse()
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        connection.command("stop")
+        report.add(Row("MPD skip: `next` on an open connection -> next file's sound", unit: "ms", values: nextValues))
+
+        var gaps: [Double] = []
+        var exact = 0
+        for _ in 0..<runs {
+            connection.command("stop")
+            connection.command("clear")
+            connection.command("add \"\(fixtures.gaplessFirst.lastPathComponent)\"")
+            connection.command("add \"\(fixtures.gaplessSecond.lastPathComponent)\"")
+            settle()
+            let start = monotonicNanoseconds()
+            connection.command("play")
+            Thread.sleep(forTimeInterval: 1.4)
+            if let measurement = GapMeasurement.measure(recorded: recorder.samples(after: start),
+                                                        signal: fixtures.gaplessSignal, cut: Fixtures.gaplessCut) {
+                gaps.append(Double(measurement.insertedFrames))
+                if measurement.bitExact { exact += 1 }
+            }
+        }
+        connection.command("stop")
+        report.add(Row("MPD gap between two files", unit: "frames", values: gaps, note: "bit-exact in \(exact) of \(gaps.count) runs"))
+    }
+}
+
+/// A line-oriented socket connection (MPD's protocol, mpv's IPC).
+final class LineConnection {
+    private let descriptor: Int32
+
+    init(unixSocket path: String) throws {
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { bytes in
+            path.utf8CString.withUnsafeBytes { bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(bytes.count))) }
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if result != 0 { close(descriptor); throw POSIXError(.ECONNREFUSED) }
+    }
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if result != 0 { close(descriptor); throw POSIXError(.ECONNREFUSED) }
+        var one: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    func send(_ text: String) {
+        _ = text.withCString { write(descriptor, $0, strlen($0)) }
+    }
+
+    /// Reads until MPD's "OK" or "ACK" line; returns the lines.
+    func readResponse() -> [String] {
+        var lines: [String] = []
+        var current: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(descriptor, &byte, 1) == 1 {
+            if byte == 0x0A {
+                let line = String(decoding: current, as: UTF8.self)
+                lines.append(line)
+                current.removeAll()
+                if line == "OK" || line.hasPrefix("ACK") || line.hasPrefix("OK MPD") { break }
+            } else {
+                current.append(byte)
+            }
+        }
+        return lines
+    }
+
+    @discardableResult
+    func command(_ text: String) -> [String] {
+        send(text + "\n")
+        return readResponse()
+    }
+}
+
+/// A private MPD with the fixtures as its music directory and an ALSA output on the test sink.
+final class MPDServer {
+    let port = 6_612
+    private let process = Process()
+    private let directory: URL
+
+    init(binary: URL, device: String, fixtures: Fixtures) throws {
+        directory = fixtures.directory.appendingPathComponent("mpd")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("playlists"),
+                                                withIntermediateDirectories: true)
+        let config = """
+        music_directory "\(fixtures.directory.path)"
+        playlist_directory "\(directory.appendingPathComponent("playlists").path)"
+        db_file "\(directory.appendingPathComponent("database").path)"
+        log_file "\(directory.appendingPathComponent("log").path)"
+        bind_to_address "127.0.0.1"
+        port "\(port)"
+        audio_output {
+            type "alsa"
+            name "test sink"
+            device "\(device)"
+            mixer_type "none"
+        }
+        """
+        let configURL = directory.appendingPathComponent("mpd.conf")
+        try config.write(to: configURL, atomically: true, encoding: .utf8)
+        process.executableURL = binary
+        process.arguments = ["--no-daemon", configURL.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date(timeIntervalSinceNow: 10)
+        var ready = false
+        while Date() < deadline && !ready {
+            if let connection = try? LineConnection(port: port) {
+                _ = connection.readResponse()
+                connection.command("update")
+                for _ in 0..<100 {
+                    if !connection.command("status").contains(where: { $0.hasPrefix("updating_db") }) { break }
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+                ready = true
+            } else {
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        if !ready { throw POSIXError(.ETIMEDOUT) }
+    }
+
+    func connect() throws -> LineConnection {
+        let connection = try LineConnection(port: port)
+        _ = connection.readResponse()
+        return connection
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
