@@ -37,7 +37,8 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: ["AudioEngine", "AudioMeasurement"],
-            path: "Benchmarks"
+            path: "Benchmarks",
+            exclude: ["RESULTS.md"]
         ),
         // Real-time measurement at a PulseAudio monitor: shared by the real-time tests and
         // the benchmarks; not part of the product.

@@ -57,6 +57,7 @@ final class FilePlaybackSession: @unchecked Sendable {
         var current: Int?
         var infos: [Int: AudioFileInfo] = [:]
         var statusLineShown = false
+        var headerShown = false
     }
     private let state = Mutex(State())
 
@@ -83,13 +84,6 @@ final class FilePlaybackSession: @unchecked Sendable {
             if case .device = error { return .deviceError }
             return .nothingPlayable
         }
-        if let device = engine.statistics.device {
-            print(line: "playing \(paths.count) file\(paths.count == 1 ? "" : "s") on '\(engine.configuration.deviceName)' "
-                + "(\(device.sampleRate) Hz, \(device.channelCount) ch, \(device.sampleFormat.rawValue), "
-                + "period \(device.periodSizeInFrames), buffer \(device.bufferSizeInFrames) frames"
-                + "\(engine.statistics.isRealtime ? ", real-time thread" : ""))")
-        }
-
         var terminal: RawTerminal?
         var keys: KeyReader?
         var ticker: DispatchSourceTimer?
@@ -142,6 +136,9 @@ final class FilePlaybackSession: @unchecked Sendable {
     private func handle(_ event: AudioEngineEvent) {
         switch event {
         case .entryStarted(let token, _):
+            if state.withLock({ state in defer { state.headerShown = true }; return !state.headerShown }) {
+                printHeader()
+            }
             let index = Int(token.rawValue) - 1
             let info = try? AudioFileDecoder.info(path: paths[index])
             state.withLock { state in
@@ -164,6 +161,16 @@ final class FilePlaybackSession: @unchecked Sendable {
         case .entryFinished:
             break
         }
+    }
+
+    /// What the device agreed to; printed when the first entry is heard.
+    private func printHeader() {
+        let statistics = engine.statistics
+        guard let device = statistics.device else { return }
+        print(line: "playing \(paths.count) file\(paths.count == 1 ? "" : "s") on '\(engine.configuration.deviceName)' "
+            + "(\(device.sampleRate) Hz, \(device.channelCount) ch, \(device.sampleFormat.rawValue), "
+            + "period \(device.periodSizeInFrames), buffer \(device.bufferSizeInFrames) frames"
+            + "\(statistics.isRealtime ? ", real-time thread" : ""))")
     }
 
     private func describe(index: Int, info: AudioFileInfo?) -> String {
