@@ -8,6 +8,7 @@ let package = Package(
     name: "OpenMusicKit",
     products: [
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
+        .library(name: "MusicKit", targets: ["MusicKit"]),
         .executable(name: "musickit", targets: ["musickit"]),
         .executable(name: "musickit-bench", targets: ["Benchmarks"]),
     ],
@@ -30,9 +31,13 @@ let package = Package(
                 .unsafeFlags(["-Xllvm", "-sil-disable-pass=performance-diagnostics"], .when(configuration: .debug)),
             ]
         ),
+        .target(
+            name: "MusicKit",
+            dependencies: ["AudioEngine", "CSQLite"]
+        ),
         .executableTarget(
             name: "musickit",
-            dependencies: ["AudioEngine"]
+            dependencies: ["MusicKit", "AudioEngine"]
         ),
         .executableTarget(
             name: "Benchmarks",
@@ -52,6 +57,12 @@ let package = Package(
         .testTarget(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement"]
+        ),
+        .testTarget(
+            name: "MusicKitTests",
+            dependencies: ["MusicKit"],
+            exclude: ["Fixtures/README.md"],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "musickitTests",

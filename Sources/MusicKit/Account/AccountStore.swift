@@ -1,0 +1,152 @@
+import Foundation
+import Glibc
+
+/// The person's account settings, as this machine keeps them.
+///
+/// Stored as JSON in `<config>/account.json`, written atomically (a temporary file renamed
+/// over the old one, under an exclusive `flock` so that two processes do not interleave).
+/// There is no store to buy from: the subscription is a local setting (`musickit account`,
+/// `musickit subscribe`), and a fresh account starts subscribed so the bundled catalog plays.
+struct MusicAccount: Codable, Equatable, Sendable {
+    /// Two-letter storefront code: which catalog requests read.
+    var storefront: String = "us"
+    /// An active Apple Music subscription: catalog content plays.
+    var isSubscribed: Bool = true
+    /// iCloud Music Library (library sync) is on.
+    var hasCloudLibraryEnabled: Bool = true
+    /// The person allows explicit content; without it, catalog requests leave explicit items out
+    /// (or give their clean equivalents with `.findEquivalents`).
+    var allowsExplicitContent: Bool = true
+    /// "Use Listening History": playback is recorded in recently played.
+    var usesListeningHistory: Bool = true
+    /// Incremented on every write, so readers can tell a change.
+    var revision: Int = 0
+
+    init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case storefront, isSubscribed, hasCloudLibraryEnabled, allowsExplicitContent, usesListeningHistory, revision
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = MusicAccount()
+        storefront = try container.decodeIfPresent(String.self, forKey: .storefront) ?? defaults.storefront
+        isSubscribed = try container.decodeIfPresent(Bool.self, forKey: .isSubscribed) ?? defaults.isSubscribed
+        hasCloudLibraryEnabled = try container.decodeIfPresent(Bool.self, forKey: .hasCloudLibraryEnabled) ?? defaults.hasCloudLibraryEnabled
+        allowsExplicitContent = try container.decodeIfPresent(Bool.self, forKey: .allowsExplicitContent) ?? defaults.allowsExplicitContent
+        usesListeningHistory = try container.decodeIfPresent(Bool.self, forKey: .usesListeningHistory) ?? defaults.usesListeningHistory
+        revision = try container.decodeIfPresent(Int.self, forKey: .revision) ?? 0
+        guard storefront.count == 2, storefront.allSatisfy({ $0.isLetter && $0.isLowercase }) else {
+            throw DecodingError.dataCorruptedError(forKey: .storefront, in: container,
+                                                   debugDescription: "a storefront is a two-letter code such as \"us\"")
+        }
+    }
+}
+
+/// A settings file that could not be read; it was moved aside, not overwritten.
+public struct SettingsFileError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let file: String
+    public let reason: String
+    /// Where the unreadable file was moved, so nothing in it is lost.
+    public let keptAt: String?
+
+    public var description: String {
+        "\(file) is unreadable (\(reason))" + (keptAt.map { "; it was moved to \($0) and defaults are used until it is fixed" } ?? "")
+    }
+}
+
+/// Reads and writes a JSON settings file atomically and safely between processes.
+struct SettingsFile<Value: Codable & Equatable & Sendable>: Sendable {
+    let url: URL
+
+    private var lockURL: URL { url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).lock") }
+
+    /// Runs `body` holding an exclusive lock shared by every process using this file.
+    func withLock<T>(_ body: () throws -> T) throws -> T {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let descriptor = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: lockURL.path]) }
+        defer { close(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
+        defer { flock(descriptor, LOCK_UN) }
+        return try body()
+    }
+
+    /// The stored value; `fallback` when there is none. An unreadable file is moved aside
+    /// (never overwritten) and reported through `problem`.
+    func read(fallback: Value, problem: inout SettingsFileError?) -> Value {
+        guard let data = FileManager.default.contents(atPath: url.path) else { return fallback }
+        do {
+            return try JSONDecoder().decode(Value.self, from: data)
+        } catch {
+            let reason: String
+            if let decoding = error as? DecodingError {
+                reason = "\(CatalogDocument.path(of: decoding)): \(CatalogDocument.reason(of: decoding))"
+            } else {
+                reason = error.localizedDescription
+            }
+            let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+            let aside = url.deletingLastPathComponent().appendingPathComponent("\(url.lastPathComponent).corrupt-\(stamp)")
+            let moved = (try? withLock { () throws -> Bool in
+                // Only move it if it is still the same unreadable content.
+                guard FileManager.default.contents(atPath: url.path) == data else { return false }
+                return Glibc.rename(url.path, aside.path) == 0
+            }) ?? false
+            problem = SettingsFileError(file: url.path, reason: reason, keptAt: moved ? aside.path : nil)
+            return fallback
+        }
+    }
+
+    /// Writes `value` (temporary file, fsync, rename).
+    func write(_ value: Value) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(value)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary.path]) }
+        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        fsync(descriptor)
+        close(descriptor)
+        guard written == data.count, Glibc.rename(temporary.path, url.path) == 0 else {
+            unlink(temporary.path)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+    }
+
+    /// Reads, changes and writes under the lock, so concurrent updates from several processes
+    /// all land. Returns the value written.
+    func update(fallback: Value, _ change: (inout Value) throws -> Void) throws -> Value {
+        try withLock {
+            var problem: SettingsFileError?
+            var value = read(fallback: fallback, problem: &problem)
+            try change(&value)
+            try write(value)
+            return value
+        }
+    }
+}
+
+/// The account of the current environment.
+enum AccountStore {
+    static func file(_ environment: MusicKitEnvironment = .current) -> SettingsFile<MusicAccount> {
+        SettingsFile(url: environment.configDirectory.appendingPathComponent("account.json"))
+    }
+
+    /// The account, or defaults when none was saved (an unreadable file is moved aside and reported).
+    static func load(_ environment: MusicKitEnvironment = .current) -> (account: MusicAccount, problem: SettingsFileError?) {
+        var problem: SettingsFileError?
+        let account = file(environment).read(fallback: MusicAccount(), problem: &problem)
+        return (account, problem)
+    }
+
+    @discardableResult
+    static func update(_ environment: MusicKitEnvironment = .current, _ change: (inout MusicAccount) throws -> Void) throws -> MusicAccount {
+        try file(environment).update(fallback: MusicAccount()) { account in
+            try change(&account)
+            account.revision += 1
+        }
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+
+/// A playlist: editorial, a curator's, or the person's own.
+public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable,
+    MusicLibraryAddable, MusicRecentlyPlayedRequestable, MusicPersonalRecommendationItem, MusicLibrarySearchable,
+    ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible,
+    CustomDebugStringConvertible {
+    public typealias ID = MusicItemID
+    public typealias FilterType = PlaylistFilter
+    static let resourceTypes = ["playlists", "library-playlists"]
+    let resource: ResourceObject
+    public let id: MusicItemID
+
+    init(resource: ResourceObject) {
+        self.resource = resource
+        id = MusicItemID(resource.id)
+    }
+
+    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
+    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
+    public static func == (a: Playlist, b: Playlist) -> Bool { a.resource == b.resource }
+    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public var description: String { "Playlist(id: \"\(id)\", name: \"\(name)\"\(curatorName.map { ", curatorName: \"\($0)\"" } ?? ""))" }
+    public var debugDescription: String { description }
+
+    /// Who makes a playlist.
+    public enum Kind: Equatable, Hashable, Sendable, Codable {
+        case editorial
+        case external
+        case personalMix
+        case replay
+        case userShared
+
+        init?(apiValue: String) {
+            switch apiValue {
+            case "editorial": self = .editorial
+            case "external": self = .external
+            case "personal-mix": self = .personalMix
+            case "replay": self = .replay
+            case "user-shared": self = .userShared
+            default: return nil
+            }
+        }
+    }
+
+    public var artwork: Artwork? { resource.artwork }
+    public var curatorName: String? { resource.string("curatorName") }
+    /// The playlist's description text ("standard" editorial notes, or a library playlist's description).
+    public var standardDescription: String? {
+        resource.editorialNotes?.standard ?? resource.attributes["description"]?["standard"]?.string
+    }
+    public var shortDescription: String? {
+        resource.editorialNotes?.short ?? resource.attributes["description"]?["short"]?.string
+    }
+    public var isChart: Bool? { resource.bool("isChart") }
+    public var kind: Playlist.Kind? { resource.string("playlistType").flatMap(Kind.init(apiValue:)) }
+    public var lastModifiedDate: Date? { resource.date("lastModifiedDate") }
+    public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
+    public var libraryAddedDate: Date? { resource.date("dateAdded") }
+    public var name: String { resource.string("name") ?? "" }
+    public var playParameters: PlayParameters? { resource.playParameters }
+    public var url: URL? { resource.url("url") }
+
+    public var curator: Curator? { resource.related("curator", as: Curator.self)?.first }
+    /// The playlist's entries, in order, from its tracks.
+    public var entries: MusicItemCollection<Playlist.Entry>? {
+        guard let tracks = resource.relationships["tracks"] else { return nil }
+        let entries = tracks.data.enumerated().map { Playlist.Entry(resource: $1, position: $0) }
+        return MusicItemCollection(items: entries, title: nil, next: tracks.next)
+    }
+    public var featuredArtists: MusicItemCollection<Artist>? { resource.view("featured-artists") }
+    public var moreByCurator: MusicItemCollection<Playlist>? { resource.view("more-by-curator") }
+    public var radioShow: RadioShow? { resource.related("radio-show", as: RadioShow.self)?.first }
+    public var tracks: MusicItemCollection<Track>? { resource.related("tracks") }
+
+    /// One position of a playlist: a song or a music video.
+    public struct Entry: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public typealias ID = MusicItemID
+        public typealias LibraryFilter = LibraryPlaylistEntryFilter
+        public typealias LibrarySortProperties = LibraryPlaylistEntrySortProperties
+
+        let resource: ResourceObject
+        public let id: MusicItemID
+        /// The entry's position in the playlist, from 0.
+        public let position: Int
+
+        init(resource: ResourceObject, position: Int) {
+            self.resource = resource
+            self.position = position
+            id = MusicItemID(resource.id)
+        }
+
+        public init(from decoder: any Decoder) throws {
+            resource = try ResourceObject(from: decoder)
+            id = MusicItemID(resource.id)
+            position = resource.meta?["position"]?.int ?? 0
+        }
+
+        public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
+        public var description: String { "Playlist.Entry(id: \"\(id)\", title: \"\(title)\", artistName: \"\(artistName)\")" }
+
+        /// What the entry holds.
+        public enum Item: MusicItem, Equatable, Hashable, Sendable, CustomStringConvertible {
+            public typealias ID = MusicItemID
+            case musicVideo(MusicVideo)
+            case song(Song)
+
+            public var id: MusicItemID {
+                switch self { case .song(let song): song.id; case .musicVideo(let video): video.id }
+            }
+            var resource: ResourceObject {
+                switch self { case .song(let song): song.resource; case .musicVideo(let video): video.resource }
+            }
+            public var description: String {
+                switch self { case .song(let song): song.description; case .musicVideo(let video): video.description }
+            }
+            public var albumTitle: String? { resource.string("albumName") }
+            public var artistName: String { resource.string("artistName") ?? "" }
+            public var artistURL: URL? { resource.url("artistUrl") }
+            public var artwork: Artwork? { resource.artwork }
+            public var contentRating: ContentRating? { resource.contentRating }
+            public var duration: TimeInterval? { resource.duration() }
+            public var editorialNotes: EditorialNotes? { resource.editorialNotes }
+            public var genreNames: [String] { resource.strings("genreNames") ?? [] }
+            public var isrc: String? { resource.string("isrc") }
+            public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
+            public var libraryAddedDate: Date? { resource.date("dateAdded") }
+            public var playCount: Int? { resource.int("playCount") }
+            public var playParameters: PlayParameters? { resource.playParameters }
+            public var previewAssets: [PreviewAsset]? { resource.previewAssets }
+            public var releaseDate: Date? { resource.date("releaseDate") }
+            public var title: String { resource.string("name") ?? "" }
+            public var url: URL? { resource.url("url") }
+        }
+
+        public var item: Playlist.Entry.Item? {
+            switch resource.type {
+            case "music-videos", "library-music-videos": .musicVideo(MusicVideo(resource: resource))
+            case "songs", "library-songs", "": .song(Song(resource: resource))
+            default: nil
+            }
+        }
+        public var albumTitle: String? { resource.string("albumName") }
+        public var artistName: String { resource.string("artistName") ?? "" }
+        public var artistURL: URL? { resource.url("artistUrl") }
+        public var artwork: Artwork? { resource.artwork }
+        public var contentRating: ContentRating? { resource.contentRating }
+        public var duration: TimeInterval? { resource.duration() }
+        public var editorialNotes: EditorialNotes? { resource.editorialNotes }
+        public var genreNames: [String] { resource.strings("genreNames") ?? [] }
+        public var isrc: String? { resource.string("isrc") }
+        public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
+        public var libraryAddedDate: Date? { resource.date("dateAdded") }
+        public var playCount: Int? { resource.int("playCount") }
+        public var playParameters: PlayParameters? { resource.playParameters }
+        public var previewAssets: [PreviewAsset]? { resource.previewAssets }
+        public var releaseDate: Date? { resource.date("releaseDate") }
+        public var title: String { resource.string("name") ?? "" }
+        public var url: URL? { resource.url("url") }
+    }
+}
+
+/// What `MusicCatalogResourceRequest<Playlist>` can match on.
+public protocol PlaylistFilter {
+    var id: MusicItemID { get }
+}
+extension Playlist: PlaylistFilter {}
+
+/// A song or a music video of an album or a playlist.
+public enum Track: MusicItem, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable,
+    CustomStringConvertible, CustomDebugStringConvertible {
+    public typealias ID = MusicItemID
+    case musicVideo(MusicVideo)
+    case song(Song)
+
+    static let resourceTypes = ["songs", "library-songs", "music-videos", "library-music-videos"]
+
+    init(resource: ResourceObject) {
+        switch resource.type {
+        case "music-videos", "library-music-videos": self = .musicVideo(MusicVideo(resource: resource))
+        default: self = .song(Song(resource: resource))
+        }
+    }
+
+    var resource: ResourceObject {
+        switch self { case .song(let song): song.resource; case .musicVideo(let video): video.resource }
+    }
+
+    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
+    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
+
+    public var id: MusicItemID { MusicItemID(resource.id) }
+    public var description: String {
+        switch self { case .song(let song): "Track.song(\(song))"; case .musicVideo(let video): "Track.musicVideo(\(video))" }
+    }
+    public var debugDescription: String { description }
+
+    public var albumTitle: String? { resource.string("albumName") }
+    public var artistName: String { resource.string("artistName") ?? "" }
+    public var artistURL: URL? { resource.url("artistUrl") }
+    public var artwork: Artwork? { resource.artwork }
+    public var contentRating: ContentRating? { resource.contentRating }
+    public var discNumber: Int? { resource.int("discNumber") }
+    public var duration: TimeInterval? { resource.duration() }
+    public var editorialNotes: EditorialNotes? { resource.editorialNotes }
+    public var genreNames: [String] { resource.strings("genreNames") ?? [] }
+    public var isrc: String? { resource.string("isrc") }
+    public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
+    public var libraryAddedDate: Date? { resource.date("dateAdded") }
+    public var playCount: Int? { resource.int("playCount") }
+    public var playParameters: PlayParameters? { resource.playParameters }
+    public var previewAssets: [PreviewAsset]? { resource.previewAssets }
+    public var releaseDate: Date? { resource.date("releaseDate") }
+    public var title: String { resource.string("name") ?? "" }
+    public var trackNumber: Int? { resource.int("trackNumber") }
+    public var url: URL? { resource.url("url") }
+    public var workName: String? { resource.string("workName") }
+    public var albums: MusicItemCollection<Album>? { resource.related("albums") }
+    public var artists: MusicItemCollection<Artist>? { resource.related("artists") }
+    public var genres: MusicItemCollection<Genre>? { resource.related("genres") }
+}
+
+extension Track: PlayableMusicItem {}
+
+extension Curator {
+    /// Who a curator is.
+    public enum Kind: Equatable, Hashable, Sendable, Codable {
+        case editorial
+        case external
+    }
+}

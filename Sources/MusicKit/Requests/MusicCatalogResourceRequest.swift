@@ -1,0 +1,146 @@
+import Foundation
+
+/// Fetches catalog items by identifier (or by another filter: ISRC, UPC), in the account's
+/// storefront.
+public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>: Sendable {
+    /// Changes how the request answers.
+    public typealias Options = MusicCatalogResourceRequestOptions
+
+    /// Related properties to load with the items.
+    public var properties: [PartialMusicAsyncProperty<MusicItemType>] = []
+    /// At most this many items.
+    public var limit: Int?
+    public var options: Options = []
+
+    enum Filter: Sendable, Equatable {
+        case ids([String])
+        case isrc([String])
+        case upc([String])
+        case all
+    }
+
+    let filter: Filter
+
+    /// Matches one value of a filter property (`\.id`, `\.isrc`, `\.upc`).
+    public init<Value>(matching keyPath: KeyPath<MusicItemType.FilterType, Value>, equalTo value: Value)
+    where MusicItemType: FilterableMusicItem {
+        self.init(matching: keyPath, memberOf: [value])
+    }
+
+    /// Matches any of several values of a filter property.
+    public init<Value>(matching keyPath: KeyPath<MusicItemType.FilterType, Value>, memberOf values: [Value])
+    where MusicItemType: FilterableMusicItem {
+        let strings = values.compactMap { value -> String? in
+            if let id = value as? MusicItemID { return id.rawValue }
+            if let text = value as? String { return text }
+            if let optional = value as? String? { return optional }
+            return nil
+        }
+        filter = Self.filter(for: keyPath, values: strings)
+    }
+
+    /// Every item of a top-level type (genres).
+    public init() where MusicItemType: MusicCatalogTopLevelResourceRequesting {
+        filter = .all
+    }
+
+    /// Which filter a key path names: the filter protocols' `isrc` and `upc`, else the ID.
+    private static func filter(for keyPath: AnyKeyPath, values: [String]) -> Filter {
+        if keyPath == \SongFilter.isrc || keyPath == \MusicVideoFilter.isrc { return .isrc(values) }
+        if keyPath == \AlbumFilter.upc { return .upc(values) }
+        return .ids(values)
+    }
+
+    /// Runs the request against the catalog.
+    public func response() async throws -> MusicCatalogResourceResponse<MusicItemType> {
+        let service = try await MusicCatalogService.current()
+        let account = service.account
+        guard let resourceType = MusicItemType.self as? any ResourceBackedItem.Type else {
+            throw MusicCatalogError.unsupportedRequest("resources of \(MusicItemType.self)")
+        }
+        let type = resourceType.catalogType
+        var pairs: [(requested: String, resource: ResourceObject)]
+        var next: String?
+        switch filter {
+        case .ids(let ids):
+            pairs = try service.resources(type: type, ids: ids, findEquivalents: options.contains(.findEquivalents), account: account)
+        case .isrc(let values):
+            pairs = try service.resources(type: type, column: "isrc", values: values, account: account).map { ($0.id, $0) }
+        case .upc(let values):
+            pairs = try service.resources(type: type, column: "upc", values: values, account: account).map { ($0.id, $0) }
+        case .all:
+            let pageLimit = limit ?? 25
+            let (items, total) = try service.allResources(type: type, account: account, limit: pageLimit, offset: 0)
+            pairs = items.map { ($0.id, $0) }
+            if items.count < total { next = "/v1/catalog/\(account.storefront)/\(type)?offset=\(items.count)&limit=\(pageLimit)" }
+        }
+        if let limit { pairs = Array(pairs.prefix(limit)) }
+        let keys = Set(properties.map(\.key))
+        var items: [MusicItemType] = []
+        var byRequestedID: [MusicItemID: MusicItemType] = [:]
+        for (requested, resource) in pairs {
+            var trimmed = MusicCatalogService.trimmed(resource)
+            if !keys.isEmpty {
+                trimmed = try service.load(properties.map { ($0.key, $0.source) }, for: trimmed, preferredSource: .catalog)
+            }
+            guard let item = resourceType.init(resource: trimmed) as? MusicItemType else { continue }
+            if !items.contains(where: { $0.id == item.id }) { items.append(item) }
+            byRequestedID[MusicItemID(requested)] = item
+        }
+        return MusicCatalogResourceResponse(items: MusicItemCollection(items: items, next: next), byRequestedID: byRequestedID)
+    }
+}
+
+extension MusicCatalogResourceRequest: CustomStringConvertible {
+    public var description: String {
+        "MusicCatalogResourceRequest<\(MusicItemType.self)>(\(filter)\(options.contains(.findEquivalents) ? ", findEquivalents" : ""))"
+    }
+}
+
+/// Options of `MusicCatalogResourceRequest` (`MusicCatalogResourceRequest.Options`).
+public struct MusicCatalogResourceRequestOptions: OptionSet, Hashable, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Answer each requested item with its equivalent where the account cannot have it as
+    /// asked: another storefront's ID becomes the account storefront's, an explicit item the
+    /// account does not allow becomes its clean version.
+    public static let findEquivalents = MusicCatalogResourceRequestOptions(rawValue: 1 << 0)
+}
+
+/// What a catalog resource request found.
+public struct MusicCatalogResourceResponse<MusicItemType: MusicItem>: Sendable, CustomStringConvertible,
+    CustomDebugStringConvertible {
+    /// The items found, each once, in the order requested.
+    public let items: MusicItemCollection<MusicItemType>
+    let byRequestedID: [MusicItemID: MusicItemType]
+
+    /// The item that answers the requested ID: itself, or its equivalent (another storefront's
+    /// ID, a clean version) with `.findEquivalents`; nil when the catalog has nothing for it.
+    public func item(for requestedID: MusicItemID) -> MusicItemType? {
+        byRequestedID[requestedID]
+    }
+
+    public var description: String { "MusicCatalogResourceResponse(items: \(items))" }
+    public var debugDescription: String { description }
+}
+
+extension MusicCatalogResourceResponse: Equatable where MusicItemType: Equatable {
+    public static func == (a: Self, b: Self) -> Bool { a.items == b.items && a.byRequestedID == b.byRequestedID }
+}
+
+extension MusicCatalogResourceResponse: Hashable where MusicItemType: Hashable {
+    public func hash(into hasher: inout Hasher) { hasher.combine(items) }
+}
+
+extension MusicCatalogResourceResponse: Codable where MusicItemType: Codable {
+    private enum CodingKeys: String, CodingKey { case data }
+
+    public init(from decoder: any Decoder) throws {
+        let items = try MusicItemCollection<MusicItemType>(from: decoder)
+        self.items = items
+        byRequestedID = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public func encode(to encoder: any Encoder) throws { try items.encode(to: encoder) }
+}

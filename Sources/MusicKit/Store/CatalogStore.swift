@@ -1,0 +1,297 @@
+import Foundation
+
+/// Progress of a catalog import, for people waiting on a long one.
+public struct CatalogImportProgress: Sendable, Equatable {
+    public enum Phase: String, Sendable { case reading, writing, indexing, done }
+    public var phase: Phase
+    public var documentsRead: Int
+    public var documentCount: Int
+    public var resourcesWritten: Int
+}
+
+/// The catalog in SQLite: every resource of every document, per storefront, with an FTS5 index
+/// for search, equivalence groups and charts. Built from the documents into a new file that
+/// replaces the old one when complete, so a reader never sees half an import.
+///
+/// Thread safety: one thread at a time (the catalog service keeps it behind a mutex).
+final class CatalogStore: @unchecked Sendable {
+    // @unchecked: used only behind MusicCatalogService's mutex, one thread at a time.
+    static let schemaVersion = "3"
+
+    let path: URL
+    private let database: SQLiteDatabase
+    /// Why the database was rebuilt on open, if it was (corrupt, foreign, documents changed).
+    private(set) var rebuildReason: String?
+    /// Documents that could not be imported, with file and JSON path.
+    private(set) var documentErrors: [CatalogDocumentError] = []
+
+    /// Opens the database at `path`, (re)building it from `documents` when it is missing,
+    /// unreadable, of another schema, or built from other documents.
+    init(path: URL, documents: [URL], progress: ((CatalogImportProgress) -> Void)? = nil) throws {
+        self.path = path
+        let fingerprint = CatalogStore.fingerprint(documents)
+        var reason: String?
+        if FileManager.default.fileExists(atPath: path.path) {
+            do {
+                let existing = try SQLiteDatabase(path: path.path)
+                let version = try existing.statement("SELECT value FROM meta WHERE key = 'schema'").rows { $0.string(0) }.first
+                let built = try existing.statement("SELECT value FROM meta WHERE key = 'fingerprint'").rows { $0.string(0) }.first
+                if version != CatalogStore.schemaVersion {
+                    reason = "catalog database schema \(version.map { "\($0 ?? "?")" } ?? "?") is not \(CatalogStore.schemaVersion)"
+                } else if built != fingerprint {
+                    reason = "catalog documents changed"
+                }
+            } catch let error as SQLiteError {
+                reason = "\(path.path) is not a usable catalog database (\(error.message)); rebuilt from the documents"
+            }
+        } else {
+            reason = "first use"
+        }
+        if let reason {
+            rebuildReason = reason
+            try CatalogStore.build(at: path, documents: documents, fingerprint: fingerprint, progress: progress)
+        }
+        database = try SQLiteDatabase(path: path.path)
+        try database.execute("PRAGMA query_only = 1")
+        documentErrors = try database.statement("SELECT value FROM meta WHERE key = 'errors'").rows { statement in
+            (try? JSONDecoder().decode([StoredError].self, from: Data((statement.string(0) ?? "[]").utf8))) ?? []
+        }.first?.map { CatalogDocumentError(file: $0.file, jsonPath: $0.path, reason: $0.reason) } ?? []
+    }
+
+    private struct StoredError: Codable {
+        var file: String
+        var path: String
+        var reason: String
+    }
+
+    /// Size and modification time of every document, and the schema: what the database was built from.
+    static func fingerprint(_ documents: [URL]) -> String {
+        var parts = ["schema \(schemaVersion)"]
+        for document in documents.sorted(by: { $0.path < $1.path }) {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: document.path)
+            let size = (attributes?[.size] as? NSNumber)?.intValue ?? -1
+            let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            parts.append("\(document.path) \(size) \(Int(modified * 1000))")
+        }
+        return parts.joined(separator: "\n")
+    }
+
+    // MARK: - Building
+
+    static func build(at path: URL, documents: [URL], fingerprint: String,
+                      progress: ((CatalogImportProgress) -> Void)?) throws {
+        try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temporary = path.deletingLastPathComponent().appendingPathComponent(".\(path.lastPathComponent).\(getpid()).building")
+        try? FileManager.default.removeItem(at: temporary)
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        var report = CatalogImportProgress(phase: .reading, documentsRead: 0, documentCount: documents.count, resourcesWritten: 0)
+        progress?(report)
+
+        let database = try SQLiteDatabase(path: temporary.path)
+        try database.execute("""
+            PRAGMA journal_mode = OFF;
+            PRAGMA synchronous = OFF;
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+            CREATE TABLE resources(
+                rowid INTEGER PRIMARY KEY,
+                storefront TEXT NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL,
+                name TEXT, artist TEXT, album TEXT, isrc TEXT, upc TEXT, rating TEXT,
+                json TEXT NOT NULL);
+            CREATE TABLE equivalents(groupid INTEGER NOT NULL, storefront TEXT NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL);
+            CREATE TABLE charts(storefront TEXT NOT NULL, type TEXT NOT NULL, chart TEXT NOT NULL, name TEXT,
+                                position INTEGER NOT NULL, id TEXT NOT NULL);
+            """)
+        var errors: [StoredError] = []
+        var groupID = 0
+        try database.execute("BEGIN")
+        try database.execute("CREATE UNIQUE INDEX resources_key ON resources(storefront, type, id)")
+        for document in documents.sorted(by: { $0.path < $1.path }) {
+            do {
+                let parsed = try CatalogDocument(url: document)
+                let merged = CatalogStore.merge(parsed.resources)
+                for resource in merged {
+                    try upsert(resource, storefront: parsed.storefront, into: database)
+                    report.resourcesWritten += 1
+                    if report.resourcesWritten % 50_000 == 0 {
+                        report.phase = .writing
+                        progress?(report)
+                    }
+                }
+                for chart in parsed.charts {
+                    let statement = try database.statement(
+                        "INSERT INTO charts(storefront, type, chart, name, position, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+                    for (position, id) in chart.ids.enumerated() {
+                        try statement.run([parsed.storefront, chart.type, chart.chart, chart.name, position, id])
+                    }
+                }
+                for group in parsed.equivalents {
+                    groupID += 1
+                    let statement = try database.statement(
+                        "INSERT INTO equivalents(groupid, storefront, type, id) VALUES (?1, ?2, ?3, ?4)")
+                    for member in group { try statement.run([groupID, member.storefront, member.type, member.id]) }
+                }
+            } catch let error as CatalogDocumentError {
+                errors.append(StoredError(file: error.file, path: error.jsonPath, reason: error.reason))
+            }
+            report.documentsRead += 1
+            report.phase = .reading
+            progress?(report)
+        }
+        report.phase = .indexing
+        progress?(report)
+        try database.execute("""
+            CREATE INDEX resources_isrc ON resources(isrc) WHERE isrc IS NOT NULL;
+            CREATE INDEX resources_upc ON resources(upc) WHERE upc IS NOT NULL;
+            CREATE INDEX resources_type ON resources(storefront, type, rowid);
+            CREATE INDEX equivalents_member ON equivalents(type, id);
+            CREATE INDEX charts_key ON charts(storefront, type, chart, position);
+            CREATE VIRTUAL TABLE search USING fts5(
+                name, artist, album, content='resources', content_rowid='rowid',
+                tokenize='unicode61 remove_diacritics 2', prefix='2 3');
+            INSERT INTO search(rowid, name, artist, album) SELECT rowid, name, artist, album FROM resources;
+            INSERT INTO search(search) VALUES('optimize');
+            """)
+        let errorsJSON = String(decoding: try JSONEncoder().encode(errors), as: UTF8.self)
+        try database.statement("INSERT INTO meta(key, value) VALUES ('schema', ?1), ('fingerprint', ?2), ('errors', ?3)")
+            .run([schemaVersion, fingerprint, errorsJSON])
+        try database.execute("COMMIT")
+        try database.execute("ANALYZE")
+        // Replace the old database in one step: readers holding it open keep their copy.
+        if rename(temporary.path, path.path) != 0 {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path.path])
+        }
+        report.phase = .done
+        progress?(report)
+    }
+
+    /// One resource per (type, id): a full copy wins over an identifier-only one; two full
+    /// copies merge their relationships and views.
+    static func merge(_ resources: [ResourceObject]) -> [ResourceObject] {
+        var order: [String] = []
+        var byKey: [String: ResourceObject] = [:]
+        for resource in resources {
+            let key = resource.type + "/" + resource.id
+            guard var existing = byKey[key] else {
+                byKey[key] = resource
+                order.append(key)
+                continue
+            }
+            if existing.attributes.isEmpty { existing.attributes = resource.attributes }
+            for (name, relationship) in resource.relationships where existing.relationships[name] == nil {
+                existing.relationships[name] = relationship
+            }
+            for (name, view) in resource.views where existing.views[name] == nil { existing.views[name] = view }
+            byKey[key] = existing
+        }
+        return order.map { byKey[$0]! }
+    }
+
+    private static func upsert(_ resource: ResourceObject, storefront: String, into database: SQLiteDatabase) throws {
+        let json = resource.jsonValue.serialized
+        let attributes = resource.attributes
+        let insert = try database.statement("""
+            INSERT INTO resources(storefront, type, id, name, artist, album, isrc, upc, rating, json)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            ON CONFLICT(storefront, type, id) DO UPDATE SET
+                name = excluded.name, artist = excluded.artist, album = excluded.album, isrc = excluded.isrc,
+                upc = excluded.upc, rating = excluded.rating, json = excluded.json
+            WHERE excluded.name IS NOT NULL
+            """)
+        try insert.run([storefront, resource.type, resource.id, attributes["name"]?.string,
+                        attributes["artistName"]?.string ?? attributes["curatorName"]?.string,
+                        attributes["albumName"]?.string, attributes["isrc"]?.string, attributes["upc"]?.string,
+                        attributes["contentRating"]?.string, json])
+    }
+
+    // MARK: - Reading
+
+    private func decode(_ json: String) -> ResourceObject? {
+        try? JSONDecoder().decode(ResourceObject.self, from: Data(json.utf8))
+    }
+
+    /// Resources of `type` in `storefront` by id, in the order asked (missing ones left out).
+    func resources(type: String, ids: [String], storefront: String) throws -> [ResourceObject] {
+        guard !ids.isEmpty else { return [] }
+        var found: [String: ResourceObject] = [:]
+        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+            let placeholders = (0..<chunk.count).map { "?\($0 + 3)" }.joined(separator: ",")
+            let statement = try database.statement(
+                "SELECT json FROM resources WHERE storefront = ?1 AND type = ?2 AND id IN (\(placeholders))")
+            for resource in try statement.rows([storefront, type] + chunk, { $0.string(0).flatMap(decode) }) {
+                if let resource { found[resource.id] = resource }
+            }
+        }
+        return ids.compactMap { found[$0] }
+    }
+
+    /// Resources of `type` whose `column` (isrc or upc) is one of `values`.
+    func resources(type: String, column: String, values: [String], storefront: String) throws -> [ResourceObject] {
+        precondition(column == "isrc" || column == "upc")
+        guard !values.isEmpty else { return [] }
+        let placeholders = (0..<values.count).map { "?\($0 + 3)" }.joined(separator: ",")
+        let statement = try database.statement(
+            "SELECT json FROM resources WHERE storefront = ?1 AND type = ?2 AND \(column) IN (\(placeholders)) ORDER BY rowid")
+        return try statement.rows([storefront, type] + values) { $0.string(0).flatMap(decode) }.compactMap { $0 }
+    }
+
+    /// Every resource of `type` in `storefront`, in document order.
+    func resources(type: String, storefront: String, limit: Int, offset: Int) throws -> (items: [ResourceObject], total: Int) {
+        let statement = try database.statement(
+            "SELECT json FROM resources WHERE storefront = ?1 AND type = ?2 ORDER BY rowid LIMIT ?3 OFFSET ?4")
+        let items = try statement.rows([storefront, type, limit, offset]) { $0.string(0).flatMap(decode) }.compactMap { $0 }
+        let total = try database.statement("SELECT count(*) FROM resources WHERE storefront = ?1 AND type = ?2")
+            .rows([storefront, type]) { $0.int(0) }.first ?? 0
+        return (items, total)
+    }
+
+    /// The storefronts the catalog has resources for.
+    func storefronts() throws -> [String] {
+        try database.statement("SELECT DISTINCT storefront FROM resources ORDER BY storefront").rows { $0.string(0) ?? "" }
+    }
+
+    /// Full-text search over names, artists and albums: `limit` best matches of `type` from
+    /// `offset`, and whether more follow. Each word of `term` matches as a prefix.
+    func search(term: String, type: String, storefront: String, limit: Int, offset: Int,
+                excludeExplicit: Bool) throws -> (items: [ResourceObject], hasMore: Bool) {
+        let query = CatalogStore.ftsQuery(term)
+        guard !query.isEmpty else { return ([], false) }
+        let statement = try database.statement("""
+            SELECT r.json FROM search JOIN resources r ON r.rowid = search.rowid
+            WHERE search MATCH ?1 AND r.storefront = ?2 AND r.type = ?3 AND (?4 = 0 OR r.rating IS NOT 'explicit')
+            ORDER BY bm25(search, 10.0, 3.0, 1.0), r.rowid LIMIT ?5 OFFSET ?6
+            """)
+        let rows = try statement.rows([query, storefront, type, excludeExplicit, limit + 1, offset]) {
+            $0.string(0).flatMap(decode)
+        }.compactMap { $0 }
+        return (Array(rows.prefix(limit)), rows.count > limit)
+    }
+
+    /// `"word"*` for each word: quoted, so FTS5 syntax in a search term is taken literally.
+    static func ftsQuery(_ term: String) -> String {
+        let words = term.lowercased().split { !$0.isLetter && !$0.isNumber }
+        return words.map { "\"\($0.replacingOccurrences(of: "\"", with: ""))\"*" }.joined(separator: " ")
+    }
+
+    /// The members (storefront, id) of the equivalence group of `id`, if it has one.
+    func equivalents(type: String, id: String) throws -> [(storefront: String, id: String)] {
+        let statement = try database.statement("""
+            SELECT e2.storefront, e2.id FROM equivalents e1 JOIN equivalents e2 ON e1.groupid = e2.groupid
+            WHERE e1.type = ?1 AND e1.id = ?2 ORDER BY e2.rowid
+            """)
+        return try statement.rows([type, id]) { ($0.string(0) ?? "", $0.string(1) ?? "") }
+    }
+
+    /// A chart's item ids in order, with its name.
+    func chart(storefront: String, type: String, chart: String) throws -> (name: String, ids: [String]) {
+        let rows = try database.statement(
+            "SELECT name, id FROM charts WHERE storefront = ?1 AND type = ?2 AND chart = ?3 ORDER BY position")
+            .rows([storefront, type, chart]) { ($0.string(0) ?? "", $0.string(1) ?? "") }
+        return (rows.first?.0 ?? "", rows.map(\.1))
+    }
+
+    /// The storefront a resource lives in (first match), for ids asked without one.
+    func storefronts(of type: String, id: String) throws -> [String] {
+        try database.statement("SELECT storefront FROM resources WHERE type = ?1 AND id = ?2")
+            .rows([type, id]) { $0.string(0) ?? "" }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Synchronization
+
+/// Where OpenMusicKit keeps its files on Linux, and where its bundled assets are. Not part of
+/// Apple's API: Linux needs it, and tests point it at temporary directories.
+///
+/// Defaults follow the XDG base directories: config `$XDG_CONFIG_HOME/musickit` (account,
+/// authorizations), data `$XDG_DATA_HOME/musickit` (catalog and library databases, listening
+/// history), runtime `$XDG_RUNTIME_DIR/musickit` (the system player's socket). Each can be
+/// overridden with `MUSICKIT_CONFIG_DIR`, `MUSICKIT_DATA_DIR`, `MUSICKIT_RUNTIME_DIR`; the bundled
+/// assets (previews, catalog documents, artwork) are found through `MUSICKIT_ASSETS`, next to the
+/// executable in a source checkout, or under `/usr/local/share/musickit` and `/usr/share/musickit`.
+public struct MusicKitEnvironment: Sendable, Equatable {
+    public var configDirectory: URL
+    public var dataDirectory: URL
+    public var runtimeDirectory: URL
+    /// The bundled `Assets` directory, nil when none was found.
+    public var assetsDirectory: URL?
+    /// The name the app asks authorization under (Apple: the bundle identifier).
+    public var applicationIdentifier: String
+
+    public init(configDirectory: URL, dataDirectory: URL, runtimeDirectory: URL, assetsDirectory: URL?,
+                applicationIdentifier: String) {
+        self.configDirectory = configDirectory
+        self.dataDirectory = dataDirectory
+        self.runtimeDirectory = runtimeDirectory
+        self.assetsDirectory = assetsDirectory
+        self.applicationIdentifier = applicationIdentifier
+    }
+
+    /// All directories under `root` (for tests and sandboxes).
+    public init(root: URL, assetsDirectory: URL? = MusicKitEnvironment.bundledAssets(),
+                applicationIdentifier: String = MusicKitEnvironment.defaultApplicationIdentifier) {
+        self.init(configDirectory: root.appendingPathComponent("config"), dataDirectory: root.appendingPathComponent("data"),
+                  runtimeDirectory: root.appendingPathComponent("runtime"), assetsDirectory: assetsDirectory,
+                  applicationIdentifier: applicationIdentifier)
+    }
+
+    /// From the process environment (see the type's documentation).
+    public static func fromProcessEnvironment() -> MusicKitEnvironment {
+        let environment = ProcessInfo.processInfo.environment
+        let home = URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory())
+        func directory(_ override: String, _ xdg: String, _ fallback: URL) -> URL {
+            if let path = environment[override], !path.isEmpty { return URL(fileURLWithPath: path) }
+            if let path = environment[xdg], !path.isEmpty { return URL(fileURLWithPath: path).appendingPathComponent("musickit") }
+            return fallback.appendingPathComponent("musickit")
+        }
+        let runtimeFallback = URL(fileURLWithPath: "/tmp/musickit-\(getuid())")
+        return MusicKitEnvironment(
+            configDirectory: directory("MUSICKIT_CONFIG_DIR", "XDG_CONFIG_HOME", home.appendingPathComponent(".config")),
+            dataDirectory: directory("MUSICKIT_DATA_DIR", "XDG_DATA_HOME", home.appendingPathComponent(".local/share")),
+            runtimeDirectory: environment["MUSICKIT_RUNTIME_DIR"].map { URL(fileURLWithPath: $0) }
+                ?? environment["XDG_RUNTIME_DIR"].map { URL(fileURLWithPath: $0).appendingPathComponent("musickit") }
+                ?? runtimeFallback,
+            assetsDirectory: bundledAssets(),
+            applicationIdentifier: environment["MUSICKIT_APP_ID"] ?? defaultApplicationIdentifier)
+    }
+
+    /// The executable's name, as an app's identity when none is set.
+    public static var defaultApplicationIdentifier: String {
+        URL(fileURLWithPath: CommandLine.arguments.first ?? "musickit").lastPathComponent
+    }
+
+    /// Finds the bundled `Assets` directory (it holds `Catalog/`).
+    public static func bundledAssets() -> URL? {
+        var candidates: [URL] = []
+        if let path = ProcessInfo.processInfo.environment["MUSICKIT_ASSETS"], !path.isEmpty {
+            candidates.append(URL(fileURLWithPath: path))
+        }
+        // A source checkout: .build/<triple>/<configuration>/<executable> is four levels below the root.
+        var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+            .deletingLastPathComponent()
+        for _ in 0..<5 {
+            candidates.append(directory.appendingPathComponent("Assets"))
+            directory.deleteLastPathComponent()
+        }
+        // This source file's checkout (tests, `swift run`).
+        candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Assets"))
+        candidates.append(URL(fileURLWithPath: "/usr/local/share/musickit/Assets"))
+        candidates.append(URL(fileURLWithPath: "/usr/share/musickit/Assets"))
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("Catalog").path) }
+    }
+
+    private static let shared = Mutex<MusicKitEnvironment?>(nil)
+
+    /// The environment MusicKit uses; from the process environment unless set.
+    public static var current: MusicKitEnvironment {
+        get {
+            shared.withLock { state in
+                if let state { return state }
+                let value = fromProcessEnvironment()
+                state = value
+                return value
+            }
+        }
+        set {
+            shared.withLock { $0 = newValue }
+            MusicCatalogService.reset()
+        }
+    }
+
+    func ensureDirectory(_ url: URL) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+}
