@@ -41,7 +41,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["AudioEngine", "AudioMeasurement"],
+            dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit"],
             path: "Benchmarks",
             exclude: ["RESULTS.md"]
         ),

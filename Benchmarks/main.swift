@@ -7,9 +7,10 @@ import Foundation
 // Run it through scripts/bench, which starts the sink.
 
 let usage = """
-usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--output FILE]
+usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--output FILE]
 
-groups: ttfa, skip, gap, cpu, load, ring, decode, cli, peers
+groups: ttfa, skip, gap, cpu, load, ring, decode, cli, peers, catalog
+--songs N: songs in the generated catalog (default 1,000,000)
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
 """
@@ -18,6 +19,7 @@ var runs = 9
 var only: Set<String>?
 var withPeers = true
 var outputPath: String?
+var catalogSongs = 1_000_000
 var arguments = Array(CommandLine.arguments.dropFirst())
 while let argument = arguments.first {
     arguments.removeFirst()
@@ -31,6 +33,10 @@ while let argument = arguments.first {
         only = Set(value.split(separator: ",").map(String.init))
         arguments.removeFirst()
     case "--no-peers": withPeers = false
+    case "--songs":
+        guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
+        catalogSongs = value
+        arguments.removeFirst()
     case "--output":
         guard let value = arguments.first else { print(usage); exit(2) }
         outputPath = value
@@ -55,6 +61,10 @@ defer { fixtures.remove() }
 let throughput = ThroughputBenchmarks(fixtures: fixtures, runs: runs, report: report)
 if wants("ring") { progress("ring buffer"); throughput.ringBuffer() }
 if wants("decode") { progress("decoding"); try throughput.decoding() }
+if wants("catalog") {
+    progress("catalog of \(catalogSongs) songs")
+    try CatalogBenchmarks(songCount: catalogSongs, runs: runs, report: report).run()
+}
 
 let environment = ProcessInfo.processInfo.environment
 let realTimeGroups = ["ttfa", "skip", "gap", "cpu", "load", "cli", "peers"]

@@ -8,13 +8,15 @@ enum PlayCommand {
         options: [.init(name: "--device", valueName: "NAME",
                         help: "ALSA playback device (default: default; see `aplay -L`)")],
         flags: [.init(name: "--no-ui", help: "no keys and no live status line; one line per event")],
-        positionalName: "FILE...", minimumPositionals: 1)
+        positionalName: "FILE|ID|TERM...", minimumPositionals: 1)
 
     static let help = """
-    usage: musickit play [--device NAME] [--no-ui] FILE...
+    usage: musickit play [--device NAME] [--no-ui] FILE|ID|TERM...
 
-    Plays audio files (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...) one after the other without a
-    gap, through ALSA. A file that cannot be played is skipped with the reason.
+    Plays audio files (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...) and catalog songs, albums and
+    playlists (by ID, or the best match for a search term: `musickit play gapless demo`) one
+    after the other without a gap, through ALSA. A file that cannot be played is skipped with
+    the reason.
 
     options:
     \(spec.optionsHelp())
@@ -37,8 +39,17 @@ enum PlayCommand {
         var configuration = AudioEngineConfiguration()
         if let device = parsed.option("--device") { configuration.deviceName = device }
         let interactive = !parsed.has("--no-ui") && Console.isInteractive
-        let session = FilePlaybackSession(paths: parsed.positionals, configuration: configuration,
-                                          interactive: interactive)
+        let items: [PlayItem]
+        do {
+            items = try PlayResolution.resolve(parsed.positionals)
+        } catch let error as PlayResolution.NotFound {
+            Console.error("musickit play: \(error)\n")
+            return .nothingPlayable
+        } catch {
+            Console.error("musickit play: \(error)\n")
+            return .failure
+        }
+        let session = FilePlaybackSession(items: items, configuration: configuration, interactive: interactive)
         return session.run()
     }
 }
@@ -46,7 +57,8 @@ enum PlayCommand {
 /// One run of `musickit play` over files: the engine, what is printed, keys and signals.
 final class FilePlaybackSession: @unchecked Sendable {
     // @unchecked: mutable state lives in `state` behind a mutex; the rest is immutable.
-    private let paths: [String]
+    private let items: [PlayItem]
+    private var paths: [String] { items.map(\.path) }
     private let engine: AudioEngine
     private let interactive: Bool
     private let finished = DispatchSemaphore(value: 0)
@@ -61,8 +73,8 @@ final class FilePlaybackSession: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    init(paths: [String], configuration: AudioEngineConfiguration, interactive: Bool) {
-        self.paths = paths
+    init(items: [PlayItem], configuration: AudioEngineConfiguration, interactive: Bool) {
+        self.items = items
         self.engine = AudioEngine(configuration: configuration)
         self.interactive = interactive
     }
@@ -140,7 +152,7 @@ final class FilePlaybackSession: @unchecked Sendable {
                 printHeader()
             }
             let index = Int(token.rawValue) - 1
-            let info = try? AudioFileDecoder.info(path: paths[index])
+            let info = items[index].title == nil ? try? AudioFileDecoder.info(path: paths[index]) : nil
             state.withLock { state in
                 state.current = index
                 state.infos[index] = info
@@ -167,13 +179,16 @@ final class FilePlaybackSession: @unchecked Sendable {
     private func printHeader() {
         let statistics = engine.statistics
         guard let device = statistics.device else { return }
-        print(line: "playing \(paths.count) file\(paths.count == 1 ? "" : "s") on '\(engine.configuration.deviceName)' "
+        print(line: "playing \(paths.count) entr\(paths.count == 1 ? "y" : "ies") on '\(engine.configuration.deviceName)' "
             + "(\(device.sampleRate) Hz, \(device.channelCount) ch, \(device.sampleFormat.rawValue), "
             + "period \(device.periodSizeInFrames), buffer \(device.bufferSizeInFrames) frames"
             + "\(statistics.isRealtime ? ", real-time thread" : ""))")
     }
 
     private func describe(index: Int, info: AudioFileInfo?) -> String {
+        if let title = items[index].title {
+            return title + (items[index].subtitle.map { " — \($0)" } ?? "") + "  \(formatTime(items[index].duration ?? 0))"
+        }
         let file = (paths[index] as NSString).lastPathComponent
         guard let info else { return file }
         var text = info.title ?? file
@@ -195,7 +210,7 @@ final class FilePlaybackSession: @unchecked Sendable {
         let position = engine.position
         let (duration, paused) = state.withLock { state -> (Double?, Bool) in
             state.statusLineShown = true
-            return (state.current.flatMap { state.infos[$0]?.duration }, false)
+            return (state.current.flatMap { state.infos[$0]?.duration ?? items[$0].duration }, false)
         }
         _ = paused
         let status = engine.status == .paused ? "paused " : "playing"

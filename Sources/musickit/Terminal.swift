@@ -8,7 +8,7 @@ enum ExitCode: Int32 {
     case failure = 1
     /// The command line was wrong; usage was printed.
     case usage = 2
-    /// Some entries could not be played; the rest played.
+    /// Partly done: some entries could not be played, or some items were not found.
     case someEntriesFailed = 3
     /// Nothing in the request could be played.
     case nothingPlayable = 4
@@ -21,7 +21,7 @@ enum ExitCode: Int32 {
       0    success
       1    failure (the message says what)
       2    wrong arguments (usage is printed)
-      3    some entries could not be played; the rest played
+      3    partly done: some entries could not be played or some items were not found
       4    nothing could be played
       5    the audio device could not be opened or failed
       130  interrupted (Ctrl-C)

@@ -36,6 +36,13 @@ final class CommandLineTests: XCTestCase {
         return URL(fileURLWithPath: ".build/debug/musickit")
     }
 
+    /// A private config and data folder for one test, so its catalog and account are its own.
+    private func isolatedEnvironment() throws -> [String: String] {
+        let root = try temporaryDirectory()
+        return ["MUSICKIT_CONFIG_DIR": root.appendingPathComponent("config").path,
+                "MUSICKIT_DATA_DIR": root.appendingPathComponent("data").path]
+    }
+
     private func temporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -69,7 +76,7 @@ final class CommandLineTests: XCTestCase {
     }
 
     func testEveryCommandHasHelp() throws {
-        for command in ["play"] {
+        for command in ["play", "search", "catalog"] {
             let result = try run([command, "--help"])
             XCTAssertEqual(result.code, 0, command)
             XCTAssertTrue(result.out.contains("usage: musickit \(command)"), result.out)
@@ -148,5 +155,82 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(result.code, 130)
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "Ctrl-C stops at once")
         XCTAssertTrue(result.out.contains("[2/2] Next Tone"), "SIGUSR1 skipped: \(result.out)")
+    }
+
+    // MARK: Catalog
+
+    func testSearchPrintsATableAndExitsWithZero() throws {
+        let result = try run(["search", "through", "space"], environment: try isolatedEnvironment())
+        XCTAssertEqual(result.code, 0, result.err)
+        XCTAssertTrue(result.out.contains("Songs\nID"), result.out)
+        XCTAssertTrue(result.out.contains("Through Space, part 1"), result.out)
+        XCTAssertTrue(result.out.contains("Through Space (gapless excerpt)"), result.out)
+    }
+
+    func testSearchAsJSONIsTheAppleMusicAPIShape() throws {
+        let result = try run(["search", "--types", "songs", "--limit", "2", "--json", "obsidian"], environment: try isolatedEnvironment())
+        XCTAssertEqual(result.code, 0, result.err)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
+        let songs = try XCTUnwrap((object["results"] as? [String: Any])?["songs"] as? [String: Any])
+        XCTAssertEqual((songs["data"] as? [Any])?.count, 2)
+        XCTAssertNotNil(songs["next"], "more results follow")
+    }
+
+    func testSearchWithNothingFoundExitsWithFourAndBadTypesAreUsageErrors() throws {
+        let environment = try isolatedEnvironment()
+        XCTAssertEqual(try run(["search", "qwxzqwxz"], environment: environment).code, 4)
+        XCTAssertEqual(try run(["search", "--types", "podcasts", "x"], environment: environment).code, 2)
+        XCTAssertEqual(try run(["search", "--limit", "many", "x"], environment: environment).code, 2)
+    }
+
+    func testCatalogLookupAcrossStorefrontsWithEquivalents() throws {
+        let environment = try isolatedEnvironment()
+        let plain = try run(["catalog", "songs", "--storefront", "gb", "1762000017", "1762000001"], environment: environment)
+        XCTAssertEqual(plain.code, 3, "one ID is not in gb")
+        XCTAssertTrue(plain.err.contains("not in the catalog: song 1762000017"), plain.err)
+        let equivalents = try run(["catalog", "songs", "--storefront", "gb", "--find-equivalents", "--json", "1762000017"],
+                                  environment: environment)
+        XCTAssertEqual(equivalents.code, 0, equivalents.err)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(equivalents.out.utf8)) as? [String: Any])
+        XCTAssertEqual((object["requested"] as? [String: String])?["1762000017"], "1772000017")
+    }
+
+    func testCatalogAlbumListsItsTracksAndUnknownIDsExitWithFour() throws {
+        let environment = try isolatedEnvironment()
+        let album = try run(["catalog", "albums", "1761000001"], environment: environment)
+        XCTAssertEqual(album.code, 0)
+        XCTAssertTrue(album.out.contains("Elysia"))
+        XCTAssertTrue(album.out.contains("9.  Megtört Álom"), album.out)
+        XCTAssertEqual(try run(["catalog", "albums", "42"], environment: environment).code, 4)
+        XCTAssertEqual(try run(["catalog", "podcasts", "42"], environment: environment).code, 2)
+    }
+
+    func testCatalogImportNamesTheFileAndPathOfAMistakeAndImportsAGoodDocument() throws {
+        let environment = try isolatedEnvironment()
+        let folder = try temporaryDirectory()
+        let bad = folder.appendingPathComponent("bad.json")
+        try #"{"data": [{"id": "5", "type": "songs", "attributes": {"name": 5}}]}"#.write(to: bad, atomically: true, encoding: .utf8)
+        let refused = try run(["catalog", "import", bad.path], environment: environment)
+        XCTAssertEqual(refused.code, 1)
+        XCTAssertTrue(refused.err.contains("bad.json: data[0].attributes.name: expected a string"), refused.err)
+
+        let good = folder.appendingPathComponent("mine.json")
+        try #"{"storefront": "us", "data": [{"id": "880001", "type": "songs", "attributes": {"name": "Homemade Tune", "artistName": "Me"}}]}"#
+            .write(to: good, atomically: true, encoding: .utf8)
+        let imported = try run(["catalog", "import", good.path], environment: environment)
+        XCTAssertEqual(imported.code, 0, imported.err)
+        XCTAssertTrue(imported.err.contains("imported:"), imported.err)
+        let found = try run(["search", "homemade"], environment: environment)
+        XCTAssertTrue(found.out.contains("880001"), found.out)
+    }
+
+    func testPlayResolvesACatalogSearchTerm() throws {
+        let device = try sinkDevice()
+        let result = try run(["play", "--no-ui", "--device", device, "gapless", "demo"], environment: try isolatedEnvironment()) { process in
+            usleep(1_500_000)
+            kill(process.processIdentifier, SIGINT)
+        }
+        XCTAssertEqual(result.code, 130)
+        XCTAssertTrue(result.out.contains("▶ [1/3] Through Space, part 1 — Maxstack"), result.out)
     }
 }

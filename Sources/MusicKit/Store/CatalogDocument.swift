@@ -44,11 +44,9 @@ struct CatalogDocument {
         }
         let root: JSONValue
         do {
-            root = try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let error as DecodingError {
-            throw CatalogDocumentError(file: file, jsonPath: CatalogDocument.path(of: error), reason: CatalogDocument.reason(of: error))
+            root = try JSONValue.parse(data)
         } catch {
-            throw CatalogDocumentError(file: file, jsonPath: "(top level)", reason: "not JSON: \(error.localizedDescription)")
+            throw CatalogDocumentError(file: file, jsonPath: "(\(error.line):\(error.column))", reason: "not valid JSON: \(error.message)")
         }
         let folder = url.deletingLastPathComponent()
         let folderName = folder.lastPathComponent

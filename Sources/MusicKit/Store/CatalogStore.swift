@@ -206,7 +206,7 @@ final class CatalogStore: @unchecked Sendable {
     // MARK: - Reading
 
     private func decode(_ json: String) -> ResourceObject? {
-        try? JSONDecoder().decode(ResourceObject.self, from: Data(json.utf8))
+        (try? JSONValue.parse(json)).flatMap(ResourceObject.init(json:))
     }
 
     /// Resources of `type` in `storefront` by id, in the order asked (missing ones left out).
@@ -249,27 +249,42 @@ final class CatalogStore: @unchecked Sendable {
         try database.statement("SELECT DISTINCT storefront FROM resources ORDER BY storefront").rows { $0.string(0) ?? "" }
     }
 
-    /// Full-text search over names, artists and albums: `limit` best matches of `type` from
+    /// Full-text search over names, artists and albums: `limit` matches of `type` from
     /// `offset`, and whether more follow. Each word of `term` matches as a prefix.
+    ///
+    /// Ranked in tiers, each in catalog order: items whose name holds every word, then whose
+    /// artist does, then the rest (words spread over name, artist and album). Each tier is an
+    /// FTS5 query read in rowid order that stops at the limit, so a common word costs as little
+    /// as a rare one (relevance scoring, by contrast, must score every match).
     func search(term: String, type: String, storefront: String, limit: Int, offset: Int,
                 excludeExplicit: Bool) throws -> (items: [ResourceObject], hasMore: Bool) {
-        let query = CatalogStore.ftsQuery(term)
-        guard !query.isEmpty else { return ([], false) }
+        let words = CatalogStore.ftsWords(term)
+        guard !words.isEmpty else { return ([], false) }
+        let all = words.joined(separator: " ")
+        let tiers = ["{name} : (\(all))", "{artist} : (\(all))", all]
+        let wanted = offset + limit + 1
+        var seen = Set<Int>()
+        var rows: [(rowid: Int, json: String)] = []
         let statement = try database.statement("""
-            SELECT r.json FROM search JOIN resources r ON r.rowid = search.rowid
+            SELECT r.rowid, r.json FROM search JOIN resources r ON r.rowid = search.rowid
             WHERE search MATCH ?1 AND r.storefront = ?2 AND r.type = ?3 AND (?4 = 0 OR r.rating IS NOT 'explicit')
-            ORDER BY bm25(search, 10.0, 3.0, 1.0), r.rowid LIMIT ?5 OFFSET ?6
+            ORDER BY search.rowid LIMIT ?5
             """)
-        let rows = try statement.rows([query, storefront, type, excludeExplicit, limit + 1, offset]) {
-            $0.string(0).flatMap(decode)
-        }.compactMap { $0 }
-        return (Array(rows.prefix(limit)), rows.count > limit)
+        for query in tiers where rows.count < wanted {
+            let found = try statement.rows([query, storefront, type, excludeExplicit, wanted - rows.count + seen.count]) {
+                ($0.int(0), $0.string(1) ?? "")
+            }
+            for row in found where rows.count < wanted && seen.insert(row.0).inserted {
+                rows.append((row.0, row.1))
+            }
+        }
+        let page = rows.dropFirst(offset).prefix(limit).compactMap { decode($0.json) }
+        return (Array(page), rows.count > offset + limit)
     }
 
-    /// `"word"*` for each word: quoted, so FTS5 syntax in a search term is taken literally.
-    static func ftsQuery(_ term: String) -> String {
-        let words = term.lowercased().split { !$0.isLetter && !$0.isNumber }
-        return words.map { "\"\($0.replacingOccurrences(of: "\"", with: ""))\"*" }.joined(separator: " ")
+    /// `"word"*` for each word of `term`: quoted, so FTS5 syntax in a search term is taken literally.
+    static func ftsWords(_ term: String) -> [String] {
+        term.lowercased().split { !$0.isLetter && !$0.isNumber }.map { "\"\($0)\"*" }
     }
 
     /// The members (storefront, id) of the equivalence group of `id`, if it has one.

@@ -92,7 +92,12 @@ final class MusicCatalogService: Sendable {
         }
     }
 
-    var account: MusicAccount { AccountStore.load(environment).account }
+    /// The account requests answer for (its storefront replaced inside `MusicCatalogIndex.withStorefront`).
+    var account: MusicAccount {
+        var account = AccountStore.load(environment).account
+        if let storefront = MusicCatalogIndex.storefrontOverride { account.storefront = storefront }
+        return account
+    }
 
     private func withStore<T>(_ body: (CatalogStore) throws -> T) throws -> T {
         try store.withLock { try body($0) }

@@ -1,0 +1,63 @@
+import Foundation
+import MusicKit
+import Synchronization
+
+/// Runs async work from the synchronous command code and waits for it.
+func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let value: Result<T, any Error>
+        do { value = .success(try await work()) } catch { value = .failure(error) }
+        result.withLock { $0 = value }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
+}
+
+/// Plain-text columns for people: each column as wide as its widest cell (up to a limit).
+func table(_ header: [String], _ rows: [[String]], maximumWidth: Int = 44) -> String {
+    let widths = header.indices.map { column in
+        min(maximumWidth, ([header[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0)
+    }
+    func line(_ cells: [String]) -> String {
+        cells.enumerated().map { index, cell in
+            let text = cell.count > widths[index] ? String(cell.prefix(widths[index] - 1)) + "…" : cell
+            return index == cells.count - 1 ? text : text.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+        }.joined(separator: "  ")
+    }
+    return ([line(header)] + rows.map(line)).joined(separator: "\n")
+}
+
+/// JSON for scripts: sorted keys, readable.
+func jsonText<T: Encodable>(_ value: T) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+/// Opens the catalog, showing import progress on stderr when it has to be built, and
+/// reporting documents that could not be imported.
+func prepareCatalog(quiet: Bool = false) throws {
+    let interactive = isatty(2) == 1 && !quiet
+    let status = try MusicCatalogIndex.prepare { progress in
+        guard interactive else { return }
+        switch progress.phase {
+        case .reading, .writing:
+            Console.error("\r\u{1B}[2Kimporting the catalog: \(progress.documentsRead)/\(progress.documentCount) documents, \(progress.resourcesWritten) items")
+        case .indexing:
+            Console.error("\r\u{1B}[2Kimporting the catalog: indexing \(progress.resourcesWritten) items")
+        case .done:
+            Console.error("\r\u{1B}[2K")
+        }
+    }
+    if let reason = status.rebuildReason, reason != "first use", !quiet {
+        Console.error("note: the catalog was rebuilt: \(reason)\n")
+    }
+    for error in status.documentErrors {
+        Console.error("warning: catalog document not imported: \(error)\n")
+    }
+}
+
+func duration(_ seconds: TimeInterval?) -> String { seconds.map(formatTime) ?? "" }
