@@ -43,7 +43,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit"],
             path: "Benchmarks",
-            exclude: ["RESULTS.md"]
+            exclude: ["RESULTS.md", "CATALOG-RESULTS.md"]
         ),
         // Real-time measurement at a PulseAudio monitor: shared by the real-time tests and
         // the benchmarks; not part of the product.
