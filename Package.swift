@@ -60,7 +60,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MusicKitTests",
-            dependencies: ["MusicKit"],
+            dependencies: ["MusicKit", "musickit"],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
         ),

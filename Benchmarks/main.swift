@@ -9,7 +9,7 @@ import Foundation
 let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--output FILE]
 
-groups: ttfa, skip, gap, cpu, load, ring, decode, cli, peers, catalog
+groups: ttfa, skip, gap, cpu, load, ring, decode, cli, peers, catalog, library
 --songs N: songs in the generated catalog (default 1,000,000)
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
@@ -61,6 +61,7 @@ defer { fixtures.remove() }
 let throughput = ThroughputBenchmarks(fixtures: fixtures, runs: runs, report: report)
 if wants("ring") { progress("ring buffer"); throughput.ringBuffer() }
 if wants("decode") { progress("decoding"); try throughput.decoding() }
+if wants("library") { progress("library"); try LibraryBenchmarks(fileCount: 10_000, runs: runs, report: report).run() }
 if wants("catalog") {
     progress("catalog of \(catalogSongs) songs")
     try CatalogBenchmarks(songCount: catalogSongs, runs: runs, report: report).run()

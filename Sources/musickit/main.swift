@@ -16,6 +16,13 @@ let commands: [Command] = [
     Command(name: "search", summary: "search the catalog", help: SearchCommand.help, run: SearchCommand.run),
     Command(name: "catalog", summary: "look catalog items up by ID; import catalog documents",
             help: CatalogCommand.help, run: CatalogCommand.run),
+    Command(name: "library", summary: "scan, list and add to your own music", help: LibraryCommand.help, run: LibraryCommand.run),
+    Command(name: "account", summary: "show and change the account: storefront, subscription, explicit, history",
+            help: AccountCommand.help, run: AccountCommand.run),
+    Command(name: "authorize", summary: "show, ask or set an app's access to your music", help: AuthorizeCommand.help,
+            run: AuthorizeCommand.run),
+    Command(name: "subscribe", summary: "the Apple Music subscription offer", help: SubscribeCommand.help,
+            run: SubscribeCommand.run),
 ]
 
 let generalHelp = """

@@ -1,41 +1,45 @@
 import Foundation
 import Glibc
 
-/// The person's account settings, as this machine keeps them.
+/// The person's account settings, as this machine keeps them (not part of Apple's API: there,
+/// the account lives on Apple's servers).
 ///
 /// Stored as JSON in `<config>/account.json`, written atomically (a temporary file renamed
 /// over the old one, under an exclusive `flock` so that two processes do not interleave).
 /// There is no store to buy from: the subscription is a local setting (`musickit account`,
 /// `musickit subscribe`), and a fresh account starts subscribed so the bundled catalog plays.
-struct MusicAccount: Codable, Equatable, Sendable {
+public struct MusicAccountSettings: Codable, Equatable, Sendable {
     /// Two-letter storefront code: which catalog requests read.
-    var storefront: String = "us"
+    public var storefront: String = "us"
     /// An active Apple Music subscription: catalog content plays.
-    var isSubscribed: Bool = true
+    public var isSubscribed: Bool = true
     /// iCloud Music Library (library sync) is on.
-    var hasCloudLibraryEnabled: Bool = true
+    public var hasCloudLibraryEnabled: Bool = true
     /// The person allows explicit content; without it, catalog requests leave explicit items out
     /// (or give their clean equivalents with `.findEquivalents`).
-    var allowsExplicitContent: Bool = true
+    public var allowsExplicitContent: Bool = true
     /// "Use Listening History": playback is recorded in recently played.
-    var usesListeningHistory: Bool = true
+    public var usesListeningHistory: Bool = true
+    /// The affiliate and campaign tokens of the offer the person subscribed through.
+    public var offerAttribution: String?
     /// Incremented on every write, so readers can tell a change.
-    var revision: Int = 0
+    public var revision: Int = 0
 
-    init() {}
+    public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case storefront, isSubscribed, hasCloudLibraryEnabled, allowsExplicitContent, usesListeningHistory, revision
+        case storefront, isSubscribed, hasCloudLibraryEnabled, allowsExplicitContent, usesListeningHistory, offerAttribution, revision
     }
 
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let defaults = MusicAccount()
+        let defaults = MusicAccountSettings()
         storefront = try container.decodeIfPresent(String.self, forKey: .storefront) ?? defaults.storefront
         isSubscribed = try container.decodeIfPresent(Bool.self, forKey: .isSubscribed) ?? defaults.isSubscribed
         hasCloudLibraryEnabled = try container.decodeIfPresent(Bool.self, forKey: .hasCloudLibraryEnabled) ?? defaults.hasCloudLibraryEnabled
         allowsExplicitContent = try container.decodeIfPresent(Bool.self, forKey: .allowsExplicitContent) ?? defaults.allowsExplicitContent
         usesListeningHistory = try container.decodeIfPresent(Bool.self, forKey: .usesListeningHistory) ?? defaults.usesListeningHistory
+        offerAttribution = try container.decodeIfPresent(String.self, forKey: .offerAttribution)
         revision = try container.decodeIfPresent(Int.self, forKey: .revision) ?? 0
         guard storefront.count == 2, storefront.allSatisfy({ $0.isLetter && $0.isLowercase }) else {
             throw DecodingError.dataCorruptedError(forKey: .storefront, in: container,
@@ -131,22 +135,36 @@ struct SettingsFile<Value: Codable & Equatable & Sendable>: Sendable {
 
 /// The account of the current environment.
 enum AccountStore {
-    static func file(_ environment: MusicKitEnvironment = .current) -> SettingsFile<MusicAccount> {
+    static func file(_ environment: MusicKitEnvironment = .current) -> SettingsFile<MusicAccountSettings> {
         SettingsFile(url: environment.configDirectory.appendingPathComponent("account.json"))
     }
 
     /// The account, or defaults when none was saved (an unreadable file is moved aside and reported).
-    static func load(_ environment: MusicKitEnvironment = .current) -> (account: MusicAccount, problem: SettingsFileError?) {
+    static func load(_ environment: MusicKitEnvironment = .current) -> (account: MusicAccountSettings, problem: SettingsFileError?) {
         var problem: SettingsFileError?
-        let account = file(environment).read(fallback: MusicAccount(), problem: &problem)
+        let account = file(environment).read(fallback: MusicAccountSettings(), problem: &problem)
         return (account, problem)
     }
 
     @discardableResult
-    static func update(_ environment: MusicKitEnvironment = .current, _ change: (inout MusicAccount) throws -> Void) throws -> MusicAccount {
-        try file(environment).update(fallback: MusicAccount()) { account in
+    static func update(_ environment: MusicKitEnvironment = .current, _ change: (inout MusicAccountSettings) throws -> Void) throws -> MusicAccountSettings {
+        try file(environment).update(fallback: MusicAccountSettings()) { account in
             try change(&account)
             account.revision += 1
         }
+    }
+}
+
+extension MusicAccountSettings {
+    /// The saved settings (defaults when none were saved); an unreadable file is moved aside and reported.
+    public static func load() -> (settings: MusicAccountSettings, problem: SettingsFileError?) {
+        let (account, problem) = AccountStore.load()
+        return (account, problem)
+    }
+
+    /// Changes the settings under an exclusive lock shared with other processes; returns them.
+    @discardableResult
+    public static func update(_ change: (inout MusicAccountSettings) throws -> Void) throws -> MusicAccountSettings {
+        try AccountStore.update(.current, change)
     }
 }

@@ -93,7 +93,7 @@ final class MusicCatalogService: Sendable {
     }
 
     /// The account requests answer for (its storefront replaced inside `MusicCatalogIndex.withStorefront`).
-    var account: MusicAccount {
+    var account: MusicAccountSettings {
         var account = AccountStore.load(environment).account
         if let storefront = MusicCatalogIndex.storefrontOverride { account.storefront = storefront }
         return account
@@ -109,7 +109,7 @@ final class MusicCatalogService: Sendable {
     /// another storefront (or an explicit item the account does not allow) is answered by its
     /// equivalent in the account's storefront.
     func resources(type: String, ids: [String], findEquivalents: Bool,
-                   account: MusicAccount) throws -> [(requested: String, resource: ResourceObject)] {
+                   account: MusicAccountSettings) throws -> [(requested: String, resource: ResourceObject)] {
         let storefront = account.storefront
         let direct = try withStore { try $0.resources(type: type, ids: ids, storefront: storefront) }
         var byID: [String: ResourceObject] = [:]
@@ -128,14 +128,14 @@ final class MusicCatalogService: Sendable {
         return results
     }
 
-    private func allows(_ resource: ResourceObject, _ account: MusicAccount) -> Bool {
+    private func allows(_ resource: ResourceObject, _ account: MusicAccountSettings) -> Bool {
         account.allowsExplicitContent || resource.contentRating != .explicit
     }
 
     /// The member of `id`'s equivalence group in the account's storefront that the account
     /// allows, preferring the same content rating as the original.
     private func equivalent(of id: String, type: String, original: ResourceObject?,
-                            account: MusicAccount) throws -> ResourceObject? {
+                            account: MusicAccountSettings) throws -> ResourceObject? {
         let members = try withStore { try $0.equivalents(type: type, id: id) }
         let local = members.filter { $0.storefront == account.storefront }.map(\.id)
         guard !local.isEmpty else { return nil }
@@ -149,18 +149,18 @@ final class MusicCatalogService: Sendable {
         return candidates.first { $0.contentRating == originalRating } ?? candidates.first
     }
 
-    func resources(type: String, column: String, values: [String], account: MusicAccount) throws -> [ResourceObject] {
+    func resources(type: String, column: String, values: [String], account: MusicAccountSettings) throws -> [ResourceObject] {
         try withStore { try $0.resources(type: type, column: column, values: values, storefront: account.storefront) }
             .filter { allows($0, account) }
     }
 
-    func allResources(type: String, account: MusicAccount, limit: Int, offset: Int) throws -> (items: [ResourceObject], total: Int) {
+    func allResources(type: String, account: MusicAccountSettings, limit: Int, offset: Int) throws -> (items: [ResourceObject], total: Int) {
         try withStore { try $0.resources(type: type, storefront: account.storefront, limit: limit, offset: offset) }
     }
 
     // MARK: - Search and charts
 
-    func search(term: String, type: String, account: MusicAccount, limit: Int, offset: Int) throws
+    func search(term: String, type: String, account: MusicAccountSettings, limit: Int, offset: Int) throws
         -> (items: [ResourceObject], hasMore: Bool) {
         try withStore {
             try $0.search(term: term, type: type, storefront: account.storefront, limit: limit, offset: offset,
@@ -168,7 +168,7 @@ final class MusicCatalogService: Sendable {
         }
     }
 
-    func chart(type: String, chart: String, account: MusicAccount) throws -> (name: String, items: [ResourceObject]) {
+    func chart(type: String, chart: String, account: MusicAccountSettings) throws -> (name: String, items: [ResourceObject]) {
         let (name, ids) = try withStore { try $0.chart(storefront: account.storefront, type: type, chart: chart) }
         let items = try withStore { try $0.resources(type: type, ids: ids, storefront: account.storefront) }
             .filter { allows($0, account) }
@@ -220,7 +220,7 @@ final class MusicCatalogService: Sendable {
 
     /// A relationship whose identifier-only items are replaced by the stored resources.
     private func full(_ relationship: ResourceObject.Relationship, storefront: String,
-                      account: MusicAccount) throws -> ResourceObject.Relationship {
+                      account: MusicAccountSettings) throws -> ResourceObject.Relationship {
         var byType: [String: [String]] = [:]
         for item in relationship.data { byType[item.type, default: []].append(item.id) }
         var found: [String: ResourceObject] = [:]

@@ -19,7 +19,7 @@ func useTemporaryEnvironment(_ testCase: XCTestCase, assets: URL? = MusicKitEnvi
 }
 
 /// Changes the account of the current environment.
-func setAccount(_ change: (inout MusicAccount) -> Void) throws {
+func setAccount(_ change: (inout MusicAccountSettings) -> Void) throws {
     try AccountStore.update { change(&$0) }
 }
 

@@ -1,0 +1,169 @@
+import AudioEngine
+import Foundation
+@testable import MusicKit
+import XCTest
+
+/// The person's library: scanning files, requests over it, adding catalog items, playlists.
+final class LibraryTests: XCTestCase {
+    private var environment: MusicKitEnvironment!
+    private var music: URL!
+
+    override func setUpWithError() throws {
+        environment = try useTemporaryEnvironment(self, applicationIdentifier: "library-tests")
+        try MusicAuthorizationSettings.set(.authorized, for: "library-tests")
+        music = environment.configDirectory.deletingLastPathComponent().appendingPathComponent("Music")
+        try FileManager.default.createDirectory(at: music, withIntermediateDirectories: true)
+        try MusicLibraryScanner.setFolders([music])
+    }
+
+    private func song(_ name: String, title: String, artist: String, album: String, track: Int, genre: String = "Rock") throws {
+        let samples = [Float](repeating: 0.25, count: 4_410 * 2)
+        let writer = try AudioFileWriter(path: music.appendingPathComponent(name).path, format: .flac16, sampleRate: 44_100,
+                                         channelCount: 2, tags: .init(title: title, artist: artist, album: album, genre: genre,
+                                                                      trackNumber: track))
+        try writer.write(samples)
+        try writer.close()
+    }
+
+    private func addSomeSongs() throws {
+        try song("a1.flac", title: "Zephyr", artist: "The Breeze", album: "Weather", track: 2)
+        try song("a2.flac", title: "Arctic", artist: "The Breeze", album: "Weather", track: 1)
+        try song("b1.flac", title: "Lantern", artist: "Éclair", album: "Night Lights", track: 1, genre: "Jazz")
+    }
+
+    func testScanReadsTagsListsUnreadableFilesAndIsIncremental() throws {
+        try addSomeSongs()
+        try Data("not audio".utf8).write(to: music.appendingPathComponent("notes.ogg"))
+        let first = try MusicLibraryScanner.scan()
+        XCTAssertEqual(first.filesSeen, 4)
+        XCTAssertEqual(first.added, 3)
+        XCTAssertEqual(first.skipped.map(\.path), [music.appendingPathComponent("notes.ogg").path])
+        XCTAssertTrue(first.skipped[0].reason.contains("corrupt"), first.skipped[0].reason)
+
+        let second = try MusicLibraryScanner.scan()
+        XCTAssertEqual(second.unchanged, 4, "nothing re-read")
+        XCTAssertEqual(second.added + second.updated + second.removed, 0)
+
+        try FileManager.default.removeItem(at: music.appendingPathComponent("a1.flac"))
+        usleep(10_000)
+        try song("a2.flac", title: "Arctic (Remix)", artist: "The Breeze", album: "Weather", track: 1)
+        let third = try MusicLibraryScanner.scan()
+        XCTAssertEqual(third.removed, 1)
+        XCTAssertEqual(third.updated, 1)
+        XCTAssertEqual(third.unchanged, 2)
+    }
+
+    func testLibraryRequestsFilterSortAndPage() async throws {
+        try addSomeSongs()
+        _ = try MusicLibraryScanner.scan()
+        var request = MusicLibraryRequest<Song>()
+        request.sort(by: \.title, ascending: true)
+        let all = try await request.response().items
+        XCTAssertEqual(all.map(\.title), ["Arctic", "Lantern", "Zephyr"])
+        XCTAssertEqual(all.first?.artistName, "The Breeze")
+        XCTAssertEqual(all.first?.albumTitle, "Weather")
+        XCTAssertEqual(all.first?.trackNumber, 1)
+        XCTAssertEqual(all.first?.duration ?? 0, 0.1, accuracy: 0.001)
+        XCTAssertEqual(all.first?.playParameters?.isLibrary, true)
+
+        var byArtist = MusicLibraryRequest<Song>()
+        byArtist.filter(matching: \.artistName, equalTo: "the breeze")
+        byArtist.sort(by: \.trackNumber, ascending: false)
+        let found1 = try await byArtist.response().items.map(\.title)
+        XCTAssertEqual(found1, ["Zephyr", "Arctic"])
+
+        var text = MusicLibraryRequest<Song>()
+        text.filter(text: "eclair")
+        let found2 = try await text.response().items.map(\.title)
+        XCTAssertEqual(found2, ["Lantern"], "accents do not matter")
+
+        var contains = MusicLibraryRequest<Song>()
+        contains.filter(matching: \.title, contains: "PHY")
+        let found3 = try await contains.response().items.map(\.title)
+        XCTAssertEqual(found3, ["Zephyr"])
+
+        var paged = MusicLibraryRequest<Song>()
+        paged.sort(by: \.title, ascending: false)
+        paged.limit = 1
+        paged.offset = 1
+        let found4 = try await paged.response().items.map(\.title)
+        XCTAssertEqual(found4, ["Lantern"])
+
+        var members = MusicLibraryRequest<Song>()
+        members.filter(matching: \.id, memberOf: [all[0].id, all[2].id])
+        let found5 = try await members.response().items.map(\.id)
+        XCTAssertEqual(Set(found5), [all[0].id, all[2].id])
+
+        let albums = try await MusicLibraryRequest<Album>().response().items
+        XCTAssertEqual(Set(albums.map(\.title)), ["Weather", "Night Lights"])
+        XCTAssertEqual(albums.first { $0.title == "Weather" }?.trackCount, 2)
+        XCTAssertEqual(albums.first { $0.title == "Weather" }?.tracks?.map(\.title), ["Arctic", "Zephyr"])
+        var artists = MusicLibraryRequest<Artist>()
+        artists.sort(by: \.name, ascending: true)
+        let found6 = try await artists.response().items.map(\.name)
+        XCTAssertEqual(found6, ["Éclair", "The Breeze"])
+        var inGenre = MusicLibraryRequest<Song>()
+        let jazz = try await MusicLibraryRequest<Genre>().response().items.first { $0.name == "Jazz" }
+        inGenre.filter(matching: \.genres, contains: try XCTUnwrap(jazz))
+        let found7 = try await inGenre.response().items.map(\.title)
+        XCTAssertEqual(found7, ["Lantern"])
+    }
+
+    func testReadingTheLibraryNeedsAuthorization() async throws {
+        try MusicAuthorizationSettings.set(.denied, for: "library-tests")
+        do {
+            _ = try await MusicLibraryRequest<Song>().response()
+            XCTFail("expected permissionDenied")
+        } catch let error as MusicLibrary.Error {
+            XCTAssertEqual(error, .permissionDenied)
+            XCTAssertTrue(error.description.contains("not authorized"))
+        }
+        XCTAssertThrowsError(try MusicLibraryScanner.scan())
+    }
+
+    func testCatalogItemsAddedToTheLibraryAndPlaylists() async throws {
+        let songs = try await MusicCatalogResourceRequest<Song>(matching: \.id, memberOf: [BundledCatalog.ezerEv, BundledCatalog.mediaThreat]).response().items
+        try await MusicLibrary.shared.add(songs[0])
+        do {
+            try await MusicLibrary.shared.add(songs[0])
+            XCTFail("added twice")
+        } catch MusicLibrary.Error.itemAlreadyAdded {}
+        let library = try await MusicLibraryRequest<Song>().response().items
+        XCTAssertEqual(library.map(\.title), ["Ezer Év"])
+        XCTAssertEqual(library.first?.playParameters?.catalogID, BundledCatalog.ezerEv.rawValue, "points at the catalog song")
+        XCTAssertNotNil(library.first?.libraryAddedDate)
+
+        let playlist = try await MusicLibrary.shared.createPlaylist(name: "Workout", description: "Fast ones",
+                                                                    authorDisplayName: "Cathy", items: [songs[0]])
+        XCTAssertEqual(playlist.name, "Workout")
+        XCTAssertEqual(playlist.standardDescription, "Fast ones")
+        XCTAssertEqual(playlist.tracks?.map(\.title), ["Ezer Év"])
+        let grown = try await MusicLibrary.shared.add(songs[1], to: playlist)
+        XCTAssertEqual(grown.tracks?.map(\.title), ["Ezer Év", "Media Threat"])
+        let renamed = try await MusicLibrary.shared.edit(grown, name: "Workout Mix")
+        XCTAssertEqual(renamed.name, "Workout Mix")
+        XCTAssertEqual(renamed.tracks?.count, 2, "items kept")
+        let reordered = try await MusicLibrary.shared.edit(renamed, items: [songs[1]])
+        XCTAssertEqual(reordered.tracks?.map(\.title), ["Media Threat"])
+        var playlists = MusicLibraryRequest<Playlist>()
+        playlists.filter(matching: \.name, contains: "mix")
+        let found8 = try await playlists.response().items.map(\.id)
+        XCTAssertEqual(found8, [playlist.id])
+        let empty = try await MusicLibrary.shared.createPlaylist(name: "Empty")
+        XCTAssertEqual(empty.tracks?.count, 0)
+    }
+
+    func testACorruptLibraryDatabaseIsKeptAsideAndReported() throws {
+        try addSomeSongs()
+        _ = try MusicLibraryScanner.scan()
+        MusicLibraryService.reset()
+        let database = environment.dataDirectory.appendingPathComponent("library.sqlite")
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database.path + suffix) }
+        try Data(repeating: 0x42, count: 4_096).write(to: database)
+        let service = try MusicLibraryService.open()
+        let kept = try XCTUnwrap(service.problem?.keptAt)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: kept)), Data(repeating: 0x42, count: 4_096))
+        let rescanned = try MusicLibraryScanner.scan()
+        XCTAssertEqual(rescanned.added, 3, "the files come back with a scan")
+    }
+}
