@@ -54,13 +54,15 @@ let package = Package(
 
         // Counts malloc/free per thread by interposing the allocator in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
+        // Test signals, audio files, capture devices and the test sink's settings, for the tests.
+        .target(name: "AudioTestSupport", dependencies: ["AudioEngine"], path: "Tests/AudioTestSupport"),
         .testTarget(
             name: "AudioEngineTests",
-            dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement"]
+            dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement", "AudioTestSupport"]
         ),
         .testTarget(
             name: "MusicKitTests",
-            dependencies: ["MusicKit", "musickit"],
+            dependencies: ["MusicKit", "musickit", "AudioEngine", "AudioMeasurement", "AudioTestSupport"],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
         ),

@@ -77,8 +77,9 @@ public final class AudioEngine: Sendable {
     /// Opens and configures the device, opens the first entry and fills the device buffer
     /// with its first frames, so that `play()` only has to start the stream. Blocks until
     /// then (milliseconds). Does nothing when a stream is already open.
-    public func prepare() throws(AudioEngineError) {
-        let session = try openSessionIfNeeded()
+    /// `startingAtSeconds`: where in the first entry the stream starts.
+    public func prepare(startingAtSeconds startSeconds: Double = 0) throws(AudioEngineError) {
+        let session = try openSessionIfNeeded(startSeconds: startSeconds)
         if !session.waitUntilPrimed(timeout: 5) {
             throw .timedOut("the first frames were not decoded within 5 s")
         }
@@ -88,10 +89,11 @@ public final class AudioEngine: Sendable {
     }
 
     /// Starts playback (preparing first when needed), or resumes after `pause()`.
-    public func play() throws(AudioEngineError) {
+    /// `startingAtSeconds`: where in the first entry a new stream starts.
+    public func play(startingAtSeconds startSeconds: Double = 0) throws(AudioEngineError) {
         let status = control.withLock { $0.status }
         if status == .finished { stop() }
-        let session = try openSessionIfNeeded()
+        let session = try openSessionIfNeeded(startSeconds: startSeconds)
         control.withLock { $0.status = .playing }
         session.send(status == .paused ? .resume : .start)
     }
@@ -121,7 +123,15 @@ public final class AudioEngine: Sendable {
     /// Skips to the entry after the one being heard. When its first frames are already
     /// decoded (ring or preroll) the audio thread switches at once, without the decoder.
     public func skipToNextEntry() {
-        sendIfOpen(.skipToNext) { $0 == .finished ? .playing : $0 }
+        sendIfOpen(.skipToNext(askProvider: false)) { $0 == .finished ? .playing : $0 }
+    }
+
+    /// Skips to the entry the provider names now as the one after the entry being heard,
+    /// dropping next-entry frames already decoded (for a queue that changed just before:
+    /// a jump to another entry, a skip out of a repeated entry). Slower than
+    /// `skipToNextEntry()` by one decode of the entry's first chunk.
+    public func skipToNextEntryAskingProvider() {
+        sendIfOpen(.skipToNext(askProvider: true)) { $0 == .finished ? .playing : $0 }
     }
 
     /// Skips to the entry before the one being heard (from its start).
@@ -223,12 +233,13 @@ public final class AudioEngine: Sendable {
 
     // MARK: - Session
 
-    private func openSessionIfNeeded() throws(AudioEngineError) -> EngineSession {
+    private func openSessionIfNeeded(startSeconds: Double) throws(AudioEngineError) -> EngineSession {
         let result: Result<EngineSession, AudioEngineError> = control.withLock { state in
             if let session = state.session { return .success(session) }
             guard let provider = state.provider else { return .failure(.noQueue) }
             do throws(AudioEngineError) {
-                let session = try EngineSession(configuration: configuration, provider: provider) { [weak self] session, event in
+                let session = try EngineSession(configuration: configuration, provider: provider,
+                                                startSeconds: startSeconds) { [weak self] session, event in
                     self?.deliver(event, from: session)
                 }
                 state.session = session
@@ -261,7 +272,7 @@ final class EngineSession: @unchecked Sendable {
     /// Called on the audio thread before it enters its loop (allocation tests start counting there).
     static let audioThreadStartHook = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(configuration: AudioEngineConfiguration, provider: any AudioEntryProvider,
+    init(configuration: AudioEngineConfiguration, provider: any AudioEntryProvider, startSeconds: Double,
          onEvent: @escaping @Sendable (EngineSession, AudioEngineEvent) -> Void) throws(AudioEngineError) {
         // The first entry that opens decides the stream's rate; failures before it are reported.
         var failures: [(AudioEntry.Token, DecoderError)] = []
@@ -291,9 +302,11 @@ final class EngineSession: @unchecked Sendable {
         }
         let streamRate = device.configuration.sampleRate
         let first: EntryDecoder
+        let firstEntryFrame = max(0, Int((startSeconds * Double(streamRate)).rounded()))
         do {
             first = try EntryDecoder(entry: firstEntry, opened: firstFile, streamRate: streamRate,
                                      streamChannels: channelCount, chunkFrames: configuration.decodeChunkInFrames)
+            if firstEntryFrame > 0 { try first.seek(toEntryFrame: firstEntryFrame) }
         } catch {
             throw .nothingPlayable(failures.map(\.1) + [error])
         }
@@ -320,7 +333,8 @@ final class EngineSession: @unchecked Sendable {
             audioEvents: events.consumer, prerollSlots: slots, provider: provider, wake: decoderWake,
             audioWake: audioWake, shared: shared, control: decoderControl, deviceName: configuration.deviceName,
             streamRate: streamRate, channelCount: channelCount, chunkFrames: configuration.decodeChunkInFrames,
-            first: first, deliver: { [weak self] event in
+            crossingLeadFrames: max(configuration.prerollSizeInFrames, 4 * configuration.bufferSizeInFrames),
+            first: first, firstEntryFrame: firstEntryFrame, deliver: { [weak self] event in
                 guard let self else { return }
                 switch event {
                 case .primed: self.markPrimed()

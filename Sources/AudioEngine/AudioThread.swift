@@ -198,7 +198,13 @@ struct AudioRenderer: ~Copyable {
                 case .filling: mode = .filling(autoStart: true)
                 default: break
                 }
-            case .skipToNext: skipToNext()
+            case .skipToNext(let askProvider):
+                if askProvider {
+                    shared.skipsWaitingForDecoder.add(1, ordering: .relaxed)
+                    flushAndRequest(.next(after: heardOrReadToken(), epoch: requiredEpoch &+ 1))
+                } else {
+                    skipToNext()
+                }
             case .skipToPrevious:
                 flushAndRequest(.previous(before: heardOrReadToken(), epoch: requiredEpoch &+ 1))
             case .seek(let frame):
@@ -673,7 +679,10 @@ struct AudioRenderer: ~Copyable {
                 }
                 _ = events.push(.entryStarted(token: segment.token, streamFrame: segment.timelineFrame))
             case .continuation:
-                break
+                // Heard for the first time from the middle (a seek before the stream started).
+                if previous?.token != segment.token {
+                    _ = events.push(.entryStarted(token: segment.token, streamFrame: segment.timelineFrame))
+                }
             case .failed:
                 _ = events.push(.entryFailed(token: segment.token))
             case .endOfQueue:

@@ -49,6 +49,10 @@ struct DecoderLoop: ~Copyable {
     private let streamRate: Int
     private let channelCount: Int
     private let chunkFrames: Int
+    /// How much of the current entry may still wait in the ring when the decoder moves on to
+    /// the next entry. Until then the next entry waits in the preroll slot, so that queue
+    /// changes up to the last moments of an entry decide what follows it.
+    private let crossingLeadFrames: Int
 
     private var epoch: UInt32 = 0
     private var current: EntryDecoder?
@@ -77,7 +81,7 @@ struct DecoderLoop: ~Copyable {
          prerollSlots: [PrerollSlot], provider: any AudioEntryProvider,
          wake: WakeSignal, audioWake: WakeSignal, shared: EngineSharedState,
          control: DecoderControl, deviceName: String, streamRate: Int, channelCount: Int,
-         chunkFrames: Int, first: EntryDecoder,
+         chunkFrames: Int, crossingLeadFrames: Int, first: EntryDecoder, firstEntryFrame: Int,
          deliver: @escaping @Sendable (SessionEvent) -> Void) {
         self.ring = ring
         self.markers = markers
@@ -93,8 +97,9 @@ struct DecoderLoop: ~Copyable {
         self.streamRate = streamRate
         self.channelCount = channelCount
         self.chunkFrames = chunkFrames
+        self.crossingLeadFrames = crossingLeadFrames
         self.deliver = deliver
-        start(first, kind: .entryStart, entryFrame: 0, isNatural: false)
+        start(first, kind: .entryStart, entryFrame: firstEntryFrame, isNatural: false)
     }
 
     mutating func run() {
@@ -204,9 +209,7 @@ struct DecoderLoop: ~Copyable {
 
     /// The entry with `token`, found through the provider.
     private func entry(withToken token: UInt64) -> AudioEntry? {
-        let key = AudioEntry.Token(rawValue: token)
-        let candidate = provider.entry(after: provider.entry(before: key)?.token)
-        return candidate?.token == key ? candidate : nil
+        provider.entry(withToken: AudioEntry.Token(rawValue: token))
     }
 
     // MARK: - Moving through the queue
@@ -295,6 +298,13 @@ struct DecoderLoop: ~Copyable {
             advance(isNatural: true)
             return true
         }
+        if decoder.isFinished && decoder.carry.isEmpty {
+            // Move on only when little of this entry is left to hear (see crossingLeadFrames).
+            let unreadFrames = (ring.capacity - ring.availableCount()) / channelCount
+            if unreadFrames > crossingLeadFrames { return false }
+            advance(isNatural: true)
+            return true
+        }
         if !decoder.carry.isEmpty {
             let written = decoder.carry.withUnsafeBufferPointer { ring.write(from: $0) }
             if written == 0 { return false }
@@ -305,10 +315,7 @@ struct DecoderLoop: ~Copyable {
         guard ring.availableCount() >= decoder.maximumChunkSamples else { return false }
         do {
             let samples = try decoder.nextChunk()
-            if samples.isEmpty {
-                if decoder.isFinished { advance(isNatural: true) }
-                return true
-            }
+            if samples.isEmpty { return true }  // finished: the check above moves on in time
             let written = ring.write(from: samples)
             precondition(written == samples.count, "the ring had room for a whole chunk")
             wakeAudioIfWaiting()

@@ -35,6 +35,16 @@ public protocol AudioEntryProvider: AnyObject, Sendable {
     func entry(after token: AudioEntry.Token?) -> AudioEntry?
     /// The entry before `token`; nil at the start.
     func entry(before token: AudioEntry.Token) -> AudioEntry?
+    /// The entry `token` names (to seek in an entry the decoder has moved past). The default
+    /// finds it as the entry after the one before it.
+    func entry(withToken token: AudioEntry.Token) -> AudioEntry?
+}
+
+extension AudioEntryProvider {
+    public func entry(withToken token: AudioEntry.Token) -> AudioEntry? {
+        let candidate = entry(after: entry(before: token)?.token)
+        return candidate?.token == token ? candidate : nil
+    }
 }
 
 /// An `AudioEntryProvider` over a list of files, for the CLI and tests.
@@ -210,7 +220,9 @@ enum AudioCommand {
     case start
     case pause
     case resume
-    case skipToNext
+    /// `askProvider`: ignore next-entry frames already decoded and take what the provider
+    /// says comes next now.
+    case skipToNext(askProvider: Bool)
     case skipToPrevious
     /// Stream-rate frame within the entry being heard.
     case seek(frame: Int)

@@ -1,5 +1,6 @@
 import AllocationCounter
 @testable import AudioEngine
+import AudioTestSupport
 import Foundation
 import XCTest
 

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioTestSupport
 import AudioMeasurement
 import Foundation
 import Synchronization

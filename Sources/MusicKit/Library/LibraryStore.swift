@@ -315,14 +315,23 @@ final class LibraryStore: @unchecked Sendable {
         }
     }
 
-    /// Recently played items, newest first, each once: (item, container it was played from).
-    func recentPlays(limit: Int, offset: Int) throws -> [(item: ResourceObject, container: ResourceObject?)] {
-        try database.statement("""
-            SELECT json, container_json FROM plays WHERE rowid IN (SELECT max(rowid) FROM plays GROUP BY type, id)
-            ORDER BY rowid DESC LIMIT ?1 OFFSET ?2
-            """).rows([limit, offset]) { row in
-            ((try? JSONValue.parse(row.string(0) ?? "")).flatMap(ResourceObject.init(json:)),
-             row.string(1).flatMap { try? JSONValue.parse($0) }.flatMap(ResourceObject.init(json:)))
-        }.compactMap { item, container in item.map { ($0, container) } }
+    /// Recently played resources of `types`, newest first, each once: the entries themselves,
+    /// or (`containers`) the albums and playlists they were played from.
+    func recentlyPlayed(containers: Bool, types: Set<String>, limit: Int, offset: Int) throws -> [ResourceObject] {
+        let column = containers ? "container_json" : "json"
+        let typeColumn = containers ? "container_type" : "type"
+        var seen = Set<String>()
+        var found: [ResourceObject] = []
+        let statement = try database.statement("""
+            SELECT \(column), \(typeColumn) FROM plays WHERE \(typeColumn) IS NOT NULL ORDER BY rowid DESC
+            """)
+        try statement.forEachRow { row in
+            guard let type = row.string(1), types.contains(type), let text = row.string(0),
+                  let resource = (try? JSONValue.parse(text)).flatMap(ResourceObject.init(json:)),
+                  seen.insert(type + "/" + resource.id).inserted else { return true }
+            if seen.count > offset { found.append(resource) }
+            return found.count < limit
+        }
+        return found
     }
 }

@@ -16,7 +16,7 @@ public struct CatalogImportProgress: Sendable, Equatable {
 /// Thread safety: one thread at a time (the catalog service keeps it behind a mutex).
 final class CatalogStore: @unchecked Sendable {
     // @unchecked: used only behind MusicCatalogService's mutex, one thread at a time.
-    static let schemaVersion = "3"
+    static let schemaVersion = "4"
 
     let path: URL
     private let database: SQLiteDatabase
@@ -100,6 +100,8 @@ final class CatalogStore: @unchecked Sendable {
             CREATE TABLE equivalents(groupid INTEGER NOT NULL, storefront TEXT NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL);
             CREATE TABLE charts(storefront TEXT NOT NULL, type TEXT NOT NULL, chart TEXT NOT NULL, name TEXT,
                                 position INTEGER NOT NULL, id TEXT NOT NULL);
+            CREATE TABLE container_tracks(storefront TEXT NOT NULL, container_type TEXT NOT NULL, container_id TEXT NOT NULL,
+                                          position INTEGER NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL);
             """)
         var errors: [StoredError] = []
         var groupID = 0
@@ -109,8 +111,19 @@ final class CatalogStore: @unchecked Sendable {
             do {
                 let parsed = try CatalogDocument(url: document)
                 let merged = CatalogStore.merge(parsed.resources)
+                let trackRow = try database.statement("""
+                    INSERT INTO container_tracks(storefront, container_type, container_id, position, type, id)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                    """)
                 for resource in merged {
                     try upsert(resource, storefront: parsed.storefront, into: database)
+                    if resource.type == "albums" || resource.type == "playlists", let tracks = resource.relationships["tracks"] {
+                        try database.statement("DELETE FROM container_tracks WHERE storefront = ?1 AND container_type = ?2 AND container_id = ?3")
+                            .run([parsed.storefront, resource.type, resource.id])
+                        for (position, track) in tracks.data.enumerated() {
+                            try trackRow.run([parsed.storefront, resource.type, resource.id, position, track.type, track.id])
+                        }
+                    }
                     report.resourcesWritten += 1
                     if report.resourcesWritten % 50_000 == 0 {
                         report.phase = .writing
@@ -145,6 +158,7 @@ final class CatalogStore: @unchecked Sendable {
             CREATE INDEX resources_type ON resources(storefront, type, rowid);
             CREATE INDEX equivalents_member ON equivalents(type, id);
             CREATE INDEX charts_key ON charts(storefront, type, chart, position);
+            CREATE INDEX container_tracks_key ON container_tracks(storefront, container_type, container_id, position);
             CREATE VIRTUAL TABLE search USING fts5(
                 name, artist, album, content='resources', content_rowid='rowid',
                 tokenize='unicode61 remove_diacritics 2', prefix='2 3');
@@ -302,6 +316,27 @@ final class CatalogStore: @unchecked Sendable {
             "SELECT name, id FROM charts WHERE storefront = ?1 AND type = ?2 AND chart = ?3 ORDER BY position")
             .rows([storefront, type, chart]) { ($0.string(0) ?? "", $0.string(1) ?? "") }
         return (rows.first?.0 ?? "", rows.map(\.1))
+    }
+
+    /// How many tracks an album or playlist has (without loading them).
+    func trackCount(storefront: String, containerType: String, containerID: String) throws -> Int {
+        try database.statement("""
+            SELECT count(*) FROM container_tracks WHERE storefront = ?1 AND container_type = ?2 AND container_id = ?3
+            """).rows([storefront, containerType, containerID]) { $0.int(0) }.first ?? 0
+    }
+
+    /// Tracks `range` of an album or playlist, whole, in order (a page of a lazy queue); one per
+    /// position, so a track missing from the catalog comes back as its identifier.
+    func tracks(storefront: String, containerType: String, containerID: String, range: Range<Int>) throws -> [ResourceObject] {
+        try database.statement("""
+            SELECT r.json, t.type, t.id FROM container_tracks t LEFT JOIN resources r
+                ON r.storefront = t.storefront AND r.type = t.type AND r.id = t.id
+            WHERE t.storefront = ?1 AND t.container_type = ?2 AND t.container_id = ?3 AND t.position >= ?4 AND t.position < ?5
+            ORDER BY t.position
+            """).rows([storefront, containerType, containerID, range.lowerBound, range.upperBound]) { row in
+            // A track the catalog does not have stays as its identifier: positions stay true.
+            row.string(0).flatMap(decode) ?? ResourceObject(id: row.string(2) ?? "", type: row.string(1) ?? "songs")
+        }
     }
 
     /// The storefront a resource lives in (first match), for ids asked without one.

@@ -285,6 +285,19 @@ final class MusicCatalogService: Sendable {
         return MusicItemCollection(items: items, title: title, next: next)
     }
 
+    /// Counts and pages of an album's or playlist's tracks, for queues that load them lazily.
+    func trackCount(of container: ResourceObject) throws -> Int {
+        let storefront = MusicCatalogService.storefront(of: container) ?? account.storefront
+        return try withStore { try $0.trackCount(storefront: storefront, containerType: container.type, containerID: container.id) }
+    }
+
+    func tracks(of container: ResourceObject, range: Range<Int>) throws -> [ResourceObject] {
+        let storefront = MusicCatalogService.storefront(of: container) ?? account.storefront
+        return try withStore {
+            try $0.tracks(storefront: storefront, containerType: container.type, containerID: container.id, range: range)
+        }.map { MusicCatalogService.trimmed($0) }
+    }
+
     /// The catalog's storefronts.
     func storefronts() throws -> [String] { try withStore { try $0.storefronts() } }
 }

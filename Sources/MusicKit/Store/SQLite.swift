@@ -180,6 +180,14 @@ final class SQLiteStatement {
         return results
     }
 
+    /// Reads rows through `row` until it returns false or the rows end.
+    func forEachRow(_ values: [(any Sendable)?] = [], _ row: (SQLiteStatement) throws -> Bool) throws {
+        try bind(values)
+        while try step() {
+            if try !row(self) { break }
+        }
+    }
+
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
     func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }

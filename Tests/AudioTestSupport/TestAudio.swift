@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// A fresh directory under the system's temporary directory, removed by the test's teardown.
-func makeTemporaryDirectory(_ testCase: XCTestCase) throws -> URL {
+public func makeTemporaryDirectory(_ testCase: XCTestCase) throws -> URL {
     let url = FileManager.default.temporaryDirectory
         .appendingPathComponent("musickit-tests-\(UUID().uuidString)", isDirectory: true)
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -13,10 +13,10 @@ func makeTemporaryDirectory(_ testCase: XCTestCase) throws -> URL {
 
 /// Test signals whose samples are multiples of 1/32768, so a 16-bit file holds them exactly
 /// and the engine's 16-bit output can be compared with them bit for bit.
-enum TestSignal {
+public enum TestSignal {
     /// A stereo sweep at full scale (left and right at different phases), `frames` long:
     /// every frame differs from its neighbours, so a dropped or repeated frame shows.
-    static func sweep(frames: Int, sampleRate: Int = 44_100, channels: Int = 2,
+    public static func sweep(frames: Int, sampleRate: Int = 44_100, channels: Int = 2,
                       startHz: Double = 200, endHz: Double = 4_000, amplitude: Double = 0.9) -> [Float] {
         var samples = [Float](repeating: 0, count: frames * channels)
         var phase = 0.0
@@ -33,7 +33,7 @@ enum TestSignal {
     }
 
     /// A sine tone at `hz`.
-    static func tone(hz: Double, frames: Int, sampleRate: Int, channels: Int, amplitude: Double = 0.5) -> [Float] {
+    public static func tone(hz: Double, frames: Int, sampleRate: Int, channels: Int, amplitude: Double = 0.5) -> [Float] {
         var samples = [Float](repeating: 0, count: frames * channels)
         for frame in 0..<frames {
             let value = amplitude * sin(2 * Double.pi * hz * Double(frame) / Double(sampleRate))
@@ -45,13 +45,13 @@ enum TestSignal {
     }
 
     /// The signal as the 16-bit samples the device receives.
-    static func int16(_ samples: [Float]) -> [Int16] {
+    public static func int16(_ samples: [Float]) -> [Int16] {
         samples.map { Int16(max(-32_768, min(32_767, ($0 * 32_768).rounded()))) }
     }
 }
 
 /// Writes `samples` (interleaved) to `url` in `format`.
-func writeAudioFile(_ url: URL, _ samples: [Float], sampleRate: Int = 44_100, channels: Int = 2,
+public func writeAudioFile(_ url: URL, _ samples: [Float], sampleRate: Int = 44_100, channels: Int = 2,
                     format: AudioFileWriter.Format = .flac16, tags: AudioFileWriter.Tags = .init()) throws {
     let writer = try AudioFileWriter(path: url.path, format: format, sampleRate: sampleRate,
                                      channelCount: channels, tags: tags)
@@ -60,7 +60,7 @@ func writeAudioFile(_ url: URL, _ samples: [Float], sampleRate: Int = 44_100, ch
 }
 
 /// Reads a raw S16_LE capture written by ALSA's `file` plugin.
-func readCapture(_ url: URL) throws -> [Int16] {
+public func readCapture(_ url: URL) throws -> [Int16] {
     let data = try Data(contentsOf: url)
     return data.withUnsafeBytes { raw in Array(raw.bindMemory(to: Int16.self)) }
 }
@@ -68,7 +68,7 @@ func readCapture(_ url: URL) throws -> [Int16] {
 /// An engine configuration that writes into a raw capture file through ALSA's `file` plugin
 /// over its `null` slave: no clock, so the engine waits for the decoder instead of inserting
 /// silence, and the capture holds exactly what the engine wrote.
-func captureConfiguration(_ url: URL) -> AudioEngineConfiguration {
+public func captureConfiguration(_ url: URL) -> AudioEngineConfiguration {
     var configuration = AudioEngineConfiguration(deviceName: "file:FILE=\(url.path),FORMAT=raw")
     configuration.sampleFormats = [.int16]
     configuration.underrunBehavior = .waitForData
@@ -77,11 +77,11 @@ func captureConfiguration(_ url: URL) -> AudioEngineConfiguration {
 }
 
 /// Collects an engine's events for assertions.
-final class EventRecorder: @unchecked Sendable {
+public final class EventRecorder: @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [AudioEngineEvent] = []
 
-    init(_ engine: AudioEngine) {
+    public init(_ engine: AudioEngine) {
         engine.setEventHandler { [weak self] event in
             guard let self else { return }
             self.lock.lock()
@@ -90,7 +90,7 @@ final class EventRecorder: @unchecked Sendable {
         }
     }
 
-    var events: [AudioEngineEvent] {
+    public var events: [AudioEngineEvent] {
         lock.lock()
         defer { lock.unlock() }
         return recorded
@@ -98,7 +98,7 @@ final class EventRecorder: @unchecked Sendable {
 
     /// Waits until an event matching `predicate` was recorded; fails the test after `timeout`.
     @discardableResult
-    func wait(for description: String, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
+    public func wait(for description: String, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
               _ predicate: (AudioEngineEvent) -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
@@ -109,13 +109,13 @@ final class EventRecorder: @unchecked Sendable {
         return false
     }
 
-    func waitForQueueFinished(timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line) {
+    public func waitForQueueFinished(timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line) {
         wait(for: "queueFinished", timeout: timeout, file: file, line: line) { $0 == .queueFinished }
     }
 }
 
 /// Removes trailing zero samples (the silence an engine writes while a device drains).
-func trimmingTrailingSilence(_ samples: [Int16]) -> [Int16] {
+public func trimmingTrailingSilence(_ samples: [Int16]) -> [Int16] {
     var end = samples.count
     while end > 0 && samples[end - 1] == 0 { end -= 1 }
     return Array(samples[..<end])
@@ -123,14 +123,14 @@ func trimmingTrailingSilence(_ samples: [Int16]) -> [Int16] {
 
 /// Where the audio test environment is (set by scripts/test): the PulseAudio null sink's
 /// ALSA device name, or nil when the tests run without it.
-enum AudioTestEnvironment {
-    static var pulseDevice: String? { ProcessInfo.processInfo.environment["MUSICKIT_TEST_PULSE_DEVICE"] }
-    static var pulseMonitor: String? { ProcessInfo.processInfo.environment["MUSICKIT_TEST_PULSE_MONITOR"] }
+public enum AudioTestEnvironment {
+    public static var pulseDevice: String? { ProcessInfo.processInfo.environment["MUSICKIT_TEST_PULSE_DEVICE"] }
+    public static var pulseMonitor: String? { ProcessInfo.processInfo.environment["MUSICKIT_TEST_PULSE_MONITOR"] }
     /// ALSA device name template for a file capture over the real-time sink: append the path.
-    static var teeDevicePrefix: String? { ProcessInfo.processInfo.environment["MUSICKIT_TEST_TEE_DEVICE"] }
+    public static var teeDevicePrefix: String? { ProcessInfo.processInfo.environment["MUSICKIT_TEST_TEE_DEVICE"] }
 
     /// Skips the test when the real-time sink is absent, unless scripts/test said it must be there.
-    static func requirePulse() throws -> String {
+    public static func requirePulse() throws -> String {
         if let device = pulseDevice { return device }
         if ProcessInfo.processInfo.environment["MUSICKIT_TEST_REQUIRE_AUDIO_SERVER"] == "1" {
             XCTFail("MUSICKIT_TEST_REQUIRE_AUDIO_SERVER is set but MUSICKIT_TEST_PULSE_DEVICE is not")

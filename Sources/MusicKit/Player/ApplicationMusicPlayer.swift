@@ -1,0 +1,596 @@
+import AudioEngine
+import Foundation
+import Synchronization
+
+/// The player that plays in this process, as in Apple's MusicKit, over the `AudioEngine`:
+/// gapless through ALSA, the next entry pre-decoded so that a skip is heard within
+/// milliseconds.
+///
+/// ```swift
+/// let player = ApplicationMusicPlayer.shared
+/// player.queue = [album]            // the tracks load lazily, a page at a time
+/// try await player.play()           // returns once the first entry is heard
+/// player.queue.currentEntry?.title  // observable: withObservationTracking sees it change
+/// ```
+///
+/// Catalog songs need an Apple Music subscription (`MusicSubscription.canPlayCatalogContent`);
+/// library songs (scanned files) play without one. Each entry heard is added to the listening
+/// history unless the queue's `affectsListeningHistory` or the account's "Use Listening
+/// History" is off.
+///
+/// Linux additions: `engineConfiguration` (the ALSA device, buffer sizes), `events()` (entries
+/// that could not play, the end of the queue, a lost device) and `init(engineConfiguration:)`
+/// for players besides `shared`. `MUSICKIT_AUDIO_DEVICE` picks `shared`'s device.
+///
+/// Thread safety: every member may be used from any thread. Observation callbacks run on the
+/// player's event queue, in the order things were heard.
+public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
+    // @unchecked: mutable state is in `control` (a Mutex); the queue and state lock their own.
+
+    public static let shared = ApplicationMusicPlayer(engineConfiguration: defaultEngineConfiguration)
+
+    /// The configuration `shared` starts with: the default ALSA device, or `MUSICKIT_AUDIO_DEVICE`.
+    public static var defaultEngineConfiguration: AudioEngineConfiguration {
+        var configuration = AudioEngineConfiguration()
+        if let device = ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"], !device.isEmpty {
+            configuration.deviceName = device
+        }
+        return configuration
+    }
+
+    /// The application player's queue: a `MusicPlayer.Queue` whose entries can be read and
+    /// changed.
+    public class Queue: MusicPlayer.Queue, @unchecked Sendable {
+        /// The entries, in order. Reading them does not load a lazy album or playlist; an entry
+        /// is loaded (with its page) when it is read. Setting them changes what plays next.
+        public var entries: ApplicationMusicPlayer.Queue.Entries {
+            get { Entries(storage: contents) }
+            set {
+                guard newValue.storage !== snapshot.contents else { return }
+                replaceContents(newValue.storage)
+            }
+        }
+    }
+
+    /// What happened while playing that the state does not show (Linux addition).
+    public enum Event: Sendable, Equatable {
+        /// An entry started to be heard.
+        case entryStarted(MusicPlayer.Queue.Entry)
+        /// An entry could not be played and was skipped.
+        case entryFailed(MusicPlayer.Queue.Entry?, reason: String)
+        /// The last entry was heard to its end.
+        case queueFinished
+        /// The audio device failed; `play()` opens it again.
+        case interrupted(reason: String)
+    }
+
+    private let playerQueue: Queue
+    private let provider: PlayerQueueProvider
+    /// Engine events are handled here, in order, off the engine's threads.
+    private let eventQueue = DispatchQueue(label: "musickit.player.events")
+    private let historyQueue = DispatchQueue(label: "musickit.player.history")
+
+    private enum Intent { case stopped, playing, paused }
+
+    private struct Control {
+        var engine: AudioEngine
+        var intent: Intent = .stopped
+        var startWaiters: [CheckedContinuation<Void, any Error>] = []
+        /// Why entries failed since `play()` started the queue (for its error).
+        var failures: [String] = []
+        var heardToken: AudioEntry.Token?
+        var recordedToken: AudioEntry.Token?
+        var pendingStartTime: TimeInterval?
+        /// The queue or the modes changed since the engine last asked what comes next: its
+        /// pre-decoded next entry may be the old one, so the next skip asks again.
+        var nextMayBeStale = false
+        var seeking: Seeking?
+        var listeners: [UUID: AsyncStream<Event>.Continuation] = [:]
+    }
+
+    private struct Seeking: @unchecked Sendable {
+        // @unchecked: DispatchSourceTimer is thread-safe (it is only cancelled from elsewhere).
+        let timer: DispatchSourceTimer
+        let statusBefore: PlaybackStatus
+    }
+
+    private let control: Mutex<Control>
+
+    /// A player on its own engine (Linux addition; Apple's apps use `shared`).
+    public init(engineConfiguration: AudioEngineConfiguration) {
+        let queue = Queue(items: [])
+        playerQueue = queue
+        provider = PlayerQueueProvider(queue: queue)
+        control = Mutex(Control(engine: AudioEngine(configuration: engineConfiguration)))
+        super.init()
+        attach(control.withLock { $0.engine })
+        queue.onChange = { [weak self] _, change in self?.queueChanged(change) }
+        state.onModeChange = { [weak self] in self?.modesChanged() }
+        state.onRateChange = { [weak self] rate in self?.rateChanged(rate) }
+    }
+
+    deinit {
+        control.withLock { $0.engine }.stop()
+    }
+
+    private var engine: AudioEngine { control.withLock { $0.engine } }
+
+    private func attach(_ engine: AudioEngine) {
+        engine.setQueue(provider)
+        engine.setEventHandler { [weak self] event in
+            guard let self else { return }
+            eventQueue.async { self.handle(event) }
+        }
+    }
+
+    /// The engine's settings (Linux addition). Setting them stops playback; the next `play()`
+    /// opens the new device.
+    public var engineConfiguration: AudioEngineConfiguration {
+        get { engine.configuration }
+        set {
+            let old = control.withLock { control -> AudioEngine in
+                defer { control.engine = AudioEngine(configuration: newValue); control.intent = .stopped }
+                return control.engine
+            }
+            old.setEventHandler(nil)
+            old.stop()
+            attach(engine)
+            state.setPlaybackStatus(.stopped)
+        }
+    }
+
+    /// The queue. Setting it stops playback and keeps this queue object (views holding it
+    /// see the new entries); `play()` starts the new queue at its current entry.
+    public var queue: ApplicationMusicPlayer.Queue {
+        get { playerQueue }
+        set {
+            guard newValue !== playerQueue else { return }
+            stopEngine()
+            control.withLock { $0.pendingStartTime = nil }
+            playerQueue.adopt(newValue)
+            state.setPlaybackStatus(.stopped)
+        }
+    }
+
+    /// A stream of the player's events from now on (Linux addition).
+    public func events() -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
+        let id = UUID()
+        control.withLock { $0.listeners[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            self?.control.withLock { _ = $0.listeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    // MARK: - Transport
+
+    public override var isPreparedToPlay: Bool {
+        switch engine.status {
+        case .prepared, .playing, .paused: true
+        case .stopped, .finished: false
+        }
+    }
+
+    /// Starts the queue at its current entry, or resumes after `pause()`. Returns when the
+    /// entry is heard. Throws `MusicPlayer.PlaybackError` when the queue is empty, when its
+    /// current entry is catalog content without a subscription, when nothing in it plays,
+    /// or when the device fails; `MusicSubscription.Error.permissionDenied` for catalog
+    /// content when the app is not authorized.
+    public override func play() async throws {
+        endSeekingTimer()
+        let engine = self.engine
+        switch engine.status {
+        case .paused:
+            control.withLock { $0.intent = .playing }
+            engine.resume()
+            state.setPlaybackStatus(.playing)
+            return
+        case .playing:
+            state.setPlaybackStatus(.playing)
+            return
+        case .prepared:
+            try await start(engine, prepared: true)
+        case .stopped, .finished:
+            try await start(engine, prepared: false)
+        }
+    }
+
+    private func start(_ engine: AudioEngine, prepared: Bool) async throws {
+        let startSeconds = prepared ? 0 : try await prepareSession(engine)
+        control.withLock { $0.intent = .playing }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            control.withLock { $0.startWaiters.append(continuation) }
+            do throws(AudioEngineError) {
+                try engine.play(startingAtSeconds: startSeconds)
+            } catch {
+                control.withLock { control in
+                    control.intent = .stopped
+                    control.startWaiters.removeAll { _ in true }
+                }
+                continuation.resume(throwing: PlaybackError(error, failures: []))
+            }
+        }
+    }
+
+    /// Checks the rules for the queue's current entry and points the engine at it. Returns
+    /// where in the entry to start (seconds, from a `playbackTime` set before playing).
+    private func prepareSession(_ engine: AudioEngine) async throws -> Double {
+        let (contents, currentID) = playerQueue.snapshot
+        guard contents.count > 0, let currentID, let index = contents.index(ofEntryID: currentID),
+              let current = contents.entry(at: index) else { throw PlaybackError.emptyQueue }
+        let canPlayCatalogContent: Bool
+        if PlayerQueueProvider.isCatalogContent(current.resource) {
+            let subscription = try await MusicSubscription.current
+            guard subscription.canPlayCatalogContent else { throw PlaybackError.subscriptionRequired(title: current.title) }
+            canPlayCatalogContent = true
+        } else {
+            canPlayCatalogContent = (try? await MusicSubscription.current)?.canPlayCatalogContent ?? false
+        }
+        provider.setCanPlayCatalogContent(canPlayCatalogContent)
+        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs)
+        let startTime = control.withLock { control -> TimeInterval? in
+            control.failures = []
+            control.heardToken = nil
+            control.recordedToken = nil
+            defer { control.pendingStartTime = nil }
+            return control.pendingStartTime
+        }
+        engine.stop()
+        provider.reset(startingAt: currentID)
+        return max(0, (startTime ?? 0) - (current.startTime ?? 0))
+    }
+
+    /// Opens the device and decodes the current entry's first frames, so that `play()` only
+    /// starts the stream.
+    public override func prepareToPlay() async throws {
+        let engine = self.engine
+        guard engine.status == .stopped || engine.status == .finished else { return }
+        let startSeconds = try await prepareSession(engine)
+        do throws(AudioEngineError) {
+            try engine.prepare(startingAtSeconds: startSeconds)
+        } catch {
+            throw PlaybackError(error, failures: [])
+        }
+    }
+
+    public override func pause() {
+        endSeekingTimer()
+        control.withLock { if $0.intent == .playing { $0.intent = .paused } }
+        engine.pause()
+        if engine.status == .paused { state.setPlaybackStatus(.paused) }
+    }
+
+    /// Stops playback; the queue and its current entry stay, `play()` starts that entry over.
+    public override func stop() {
+        endSeekingTimer()
+        stopEngine()
+        state.setPlaybackStatus(.stopped)
+    }
+
+    private func stopEngine() {
+        let (engine, waiters) = control.withLock { control in
+            control.intent = .stopped
+            defer { control.startWaiters = [] }
+            return (control.engine, control.startWaiters)
+        }
+        engine.stop()
+        for waiter in waiters { waiter.resume(throwing: CancellationError()) }
+    }
+
+    /// Whether the engine has a stream open (playing, paused or prepared).
+    private var isStreamOpen: Bool {
+        switch engine.status {
+        case .prepared, .playing, .paused: true
+        case .stopped, .finished: false
+        }
+    }
+
+    /// The entry being heard (or the queue's current one when nothing is).
+    private var heardEntry: (token: AudioEntry.Token?, entry: MusicPlayer.Queue.Entry?) {
+        let token = engine.position.token ?? control.withLock { $0.heardToken }
+        if let token, let issued = provider.issued(token) { return (token, issued.entry) }
+        return (nil, playerQueue.currentEntry)
+    }
+
+    public override func skipToNextEntry() async throws {
+        let (contents, _) = playerQueue.snapshot
+        guard isStreamOpen else {
+            // Nothing plays: move the current entry.
+            if let id = playerQueue.currentEntryID, let index = contents.index(ofEntryID: id),
+               let next = contents.entry(at: index + 1) ?? (state.repeatMode == .all ? contents.entry(at: 0) : nil) {
+                playerQueue.setCurrentEntryID(next.id)
+                control.withLock { $0.pendingStartTime = nil }
+            }
+            return
+        }
+        let pendingJump = provider.pendingJumpEntryID
+        if pendingJump != nil || (state.repeatMode == .one && state.shuffleMode != .songs) {
+            // From the entry a jump is headed for (not heard yet), or out of a repeated entry
+            // (repeat one repeats at the end of an entry; a skip goes on).
+            guard let id = pendingJump ?? heardEntry.entry?.id, let index = contents.index(ofEntryID: id) else {
+                engine.skipToNextEntry()
+                return
+            }
+            let next = contents.entry(at: index + 1) ?? (state.repeatMode == MusicPlayer.RepeatMode.none ? nil : contents.entry(at: 0))
+            if let next {
+                provider.jump(to: next.id)
+                engine.skipToNextEntryAskingProvider()
+            } else {
+                stop()
+            }
+            return
+        }
+        if control.withLock({ control in defer { control.nextMayBeStale = false }; return control.nextMayBeStale }) {
+            engine.skipToNextEntryAskingProvider()
+        } else {
+            engine.skipToNextEntry()
+        }
+    }
+
+    /// The previous entry, or the start of this one when it has played for more than
+    /// `restartThreshold` seconds (or it is the first).
+    public override func skipToPreviousEntry() async throws {
+        let (contents, _) = playerQueue.snapshot
+        if isStreamOpen && playbackTime > ApplicationMusicPlayer.restartThreshold {
+            restartCurrentEntry()
+            return
+        }
+        let (token, heard) = heardEntry
+        let pendingJump = provider.pendingJumpEntryID
+        var previous: MusicPlayer.Queue.Entry?
+        if state.shuffleMode == .songs, pendingJump == nil, let token {
+            previous = provider.playedBefore(token)
+        } else if let id = pendingJump ?? heard?.id, let index = contents.index(ofEntryID: id), index > 0 {
+            previous = contents.entry(at: index - 1)
+        }
+        guard let previous else {
+            restartCurrentEntry()
+            return
+        }
+        if isStreamOpen {
+            provider.jump(to: previous.id)
+            engine.skipToNextEntryAskingProvider()
+        } else {
+            playerQueue.setCurrentEntryID(previous.id)
+            control.withLock { $0.pendingStartTime = nil }
+        }
+    }
+
+    /// How far into an entry `skipToPreviousEntry()` restarts it instead (seconds).
+    public static let restartThreshold: TimeInterval = 3
+
+    public override func restartCurrentEntry() {
+        if isStreamOpen {
+            engine.seek(toSeconds: 0)  // the entry's start (its startTime, when it has one)
+        } else {
+            control.withLock { $0.pendingStartTime = nil }
+        }
+    }
+
+    /// Seconds into the current entry, as heard. Setting it seeks (before `play()`, playback
+    /// starts there).
+    public override var playbackTime: TimeInterval {
+        get {
+            let position = engine.position
+            if let token = position.token, let issued = provider.issued(token) {
+                return (issued.audio.startTime ?? 0) + position.seconds
+            }
+            return control.withLock { $0.pendingStartTime } ?? 0
+        }
+        set {
+            let seconds = max(0, newValue)
+            if isStreamOpen {
+                let offset = heardEntry.entry?.startTime ?? 0
+                engine.seek(toSeconds: max(0, seconds - offset))
+            } else {
+                control.withLock { $0.pendingStartTime = seconds }
+            }
+        }
+    }
+
+    // MARK: - Seeking
+
+    /// Seeking moves through the entry at this many times real time.
+    public static let seekingRate: Double = 4
+
+    public override func beginSeekingForward() { beginSeeking(rate: ApplicationMusicPlayer.seekingRate) }
+
+    public override func beginSeekingBackward() { beginSeeking(rate: -ApplicationMusicPlayer.seekingRate) }
+
+    public override func endSeeking() {
+        guard let seeking = control.withLock({ control -> Seeking? in
+            defer { control.seeking = nil }
+            return control.seeking
+        }) else { return }
+        seeking.timer.cancel()
+        state.setPlaybackStatus(seeking.statusBefore == .playing && engine.status == .playing ? .playing
+                                : engine.status == .paused ? .paused : seeking.statusBefore)
+    }
+
+    private func endSeekingTimer() {
+        control.withLock { control -> Seeking? in
+            defer { control.seeking = nil }
+            return control.seeking
+        }?.timer.cancel()
+    }
+
+    /// Moves the position at `rate` times real time, a step every 250 ms, until `endSeeking()`.
+    private func beginSeeking(rate: Double) {
+        guard isStreamOpen else { return }
+        endSeekingTimer()
+        let statusBefore = state.playbackStatus
+        let timer = DispatchSource.makeTimerSource(queue: eventQueue)
+        let stepSeconds = 0.25
+        let playing = engine.status == .playing
+        timer.schedule(deadline: .now() + stepSeconds, repeating: stepSeconds)
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            let position = engine.position
+            // While playing the position moves on by itself; the seek adds the rest.
+            let step = rate * stepSeconds - (playing ? stepSeconds : 0)
+            let duration = position.token.flatMap { provider.issued($0)?.entry.resource.duration() }
+            let target = position.seconds + step
+            if let duration, target >= duration {
+                engine.skipToNextEntry()
+            } else {
+                engine.seek(toSeconds: max(0, target))
+            }
+        }
+        control.withLock { $0.seeking = Seeking(timer: timer, statusBefore: statusBefore == .seekingForward
+                                                    || statusBefore == .seekingBackward ? .playing : statusBefore) }
+        state.setPlaybackStatus(rate > 0 ? .seekingForward : .seekingBackward, rate: Float(rate))
+        timer.resume()
+    }
+
+    private func rateChanged(_ rate: Float) {
+        if rate == 0 {
+            pause()
+        } else if rate == 1 {
+            endSeeking()
+            if engine.status == .paused { engine.resume(); state.setPlaybackStatus(.playing) }
+        } else {
+            beginSeeking(rate: Double(rate))
+        }
+    }
+
+    // MARK: - Following the queue and the modes
+
+    private func queueChanged(_ change: MusicPlayer.Queue.Change) {
+        switch change {
+        case .entries:
+            control.withLock { $0.nextMayBeStale = true }
+            provider.queueDidChange()
+            engine.queueDidChange()
+        case .currentEntry:
+            guard isStreamOpen, let id = playerQueue.currentEntryID else { return }
+            // Play the new current entry now.
+            provider.jump(to: id)
+            engine.skipToNextEntryAskingProvider()
+        }
+    }
+
+    private func modesChanged() {
+        control.withLock { $0.nextMayBeStale = true }
+        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs)
+        engine.queueDidChange()
+    }
+
+    // MARK: - Engine events (event queue)
+
+    private func handle(_ event: AudioEngineEvent) {
+        switch event {
+        case .entryStarted(let token, _):
+            guard let issued = provider.started(token) else { return }
+            playerQueue.setCurrentEntryID(issued.entry.id)
+            state.setAudioVariant(PlayerQueueProvider.audioVariant(ofPath: issued.audio.path))
+            let (isNewEntry, intent, waiters, seeking) = control.withLock { control in
+                defer { control.startWaiters = [] }
+                let isNew = control.recordedToken != token
+                control.heardToken = token
+                control.recordedToken = token
+                return (isNew, control.intent, control.startWaiters, control.seeking != nil)
+            }
+            if intent == .playing && !seeking { state.setPlaybackStatus(.playing) }
+            for waiter in waiters { waiter.resume() }
+            if isNewEntry {
+                recordInHistory(issued.entry)
+                emit(.entryStarted(issued.entry))
+            }
+        case .entryFailed(let token, let error):
+            let issued = provider.issued(token)
+            let reason = issued?.problem ?? error.description
+            control.withLock { $0.failures.append(reason) }
+            emit(.entryFailed(issued?.entry, reason: reason))
+        case .queueFinished:
+            let (waiters, failures) = control.withLock { control in
+                control.intent = .stopped
+                control.heardToken = nil
+                defer { control.startWaiters = [] }
+                return (control.startWaiters, control.failures)
+            }
+            // Back to the start of the queue, stopped, as the Music app does.
+            playerQueue.setCurrentEntryID(playerQueue.snapshot.contents.entry(at: 0)?.id)
+            state.setPlaybackStatus(.stopped)
+            for waiter in waiters { waiter.resume(throwing: PlaybackError.nothingPlayable(failures)) }
+            emit(.queueFinished)
+        case .deviceFailed(let error):
+            let waiters = control.withLock { control in
+                control.intent = .stopped
+                defer { control.startWaiters = [] }
+                return control.startWaiters
+            }
+            endSeekingTimer()
+            state.setPlaybackStatus(.interrupted)
+            for waiter in waiters { waiter.resume(throwing: PlaybackError.audioDevice(error.description)) }
+            emit(.interrupted(reason: error.description))
+        case .entryFinished, .underrun, .xrun:
+            break
+        }
+    }
+
+    private func emit(_ event: Event) {
+        for listener in control.withLock({ Array($0.listeners.values) }) { listener.yield(event) }
+    }
+
+    /// Adds the entry to the listening history, off the engine's and the event threads.
+    private func recordInHistory(_ entry: MusicPlayer.Queue.Entry) {
+        guard playerQueue.affectsListeningHistory else { return }
+        let environment = MusicKitEnvironment.current
+        historyQueue.async {
+            guard AccountStore.load(environment).account.usesListeningHistory else { return }
+            do {
+                try MusicLibraryService.open(environment).withStore { try $0.recordPlay(entry.resource, container: entry.container) }
+            } catch {
+                FileHandle.standardError.write(Data("musickit: could not record \"\(entry.title)\" in the listening history: \(error)\n".utf8))
+            }
+        }
+    }
+
+    /// Waits until the history writes asked for so far are done (tests, the CLI before exit).
+    public func waitForHistoryWrites() {
+        historyQueue.sync {}
+    }
+}
+
+extension MusicPlayer {
+    /// Why the player could not play (Linux addition: Apple's players report these through
+    /// their own errors).
+    public enum PlaybackError: Error, Equatable, Sendable, CustomStringConvertible, LocalizedError {
+        /// `play()` with nothing in the queue.
+        case emptyQueue
+        /// The entry is Apple Music catalog content and the account has no subscription.
+        case subscriptionRequired(title: String)
+        /// No entry of the queue could be played; each reason is listed.
+        case nothingPlayable([String])
+        /// The audio device could not be opened or failed.
+        case audioDevice(String)
+        /// The device did not start in time.
+        case timedOut(String)
+
+        init(_ error: AudioEngineError, failures: [String]) {
+            switch error {
+            case .noQueue: self = .emptyQueue
+            case .nothingPlayable(let errors): self = .nothingPlayable(failures + errors.map(\.description))
+            case .device(let device): self = .audioDevice(device.description)
+            case .timedOut(let what): self = .timedOut(what)
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .emptyQueue: "nothing to play: the queue is empty"
+            case .subscriptionRequired(let title):
+                "“\(title)” is Apple Music catalog content and needs a subscription "
+                    + "(MusicSubscription.current.canPlayCatalogContent is false); library songs play without one"
+            case .nothingPlayable(let reasons):
+                reasons.isEmpty ? "nothing in the queue could be played" : "nothing in the queue could be played: "
+                    + reasons.joined(separator: "; ")
+            case .audioDevice(let reason): reason
+            case .timedOut(let what): "timed out: \(what)"
+            }
+        }
+
+        public var errorDescription: String? { description }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+extension Song: MusicRecentlyPlayedRequestable {}
+
+/// The person's recently played items, newest first, each once: songs
+/// (`MusicRecentlyPlayedRequest<Song>`), or the albums, playlists and stations they were
+/// played from (`MusicRecentlyPlayedContainerRequest`, `MusicRecentlyPlayedRequest<Album>`).
+///
+/// The history is written by `ApplicationMusicPlayer` as entries are heard, unless the queue's
+/// `affectsListeningHistory` or the account's "Use Listening History" is off. Needs
+/// authorization, like the library.
+public struct MusicRecentlyPlayedRequest<MusicItemType>: Sendable
+    where MusicItemType: MusicRecentlyPlayedRequestable, MusicItemType: Decodable {
+    /// How many items (default 10, at most 100).
+    public var limit: Int?
+    /// How many of the newest items to skip.
+    public var offset: Int?
+
+    public init() {}
+
+    public func response() async throws -> MusicRecentlyPlayedResponse<MusicItemType> {
+        let service = try MusicLibrary.authorizedService()
+        let (containers, types) = MusicRecentlyPlayedRequest.source
+        let limit = min(max(self.limit ?? 10, 1), 100)
+        let resources = try service.withStore {
+            try $0.recentlyPlayed(containers: containers, types: types, limit: limit, offset: max(offset ?? 0, 0))
+        }
+        let items = resources.compactMap(MusicRecentlyPlayedRequest.item)
+        return MusicRecentlyPlayedResponse(items: MusicItemCollection(items: items))
+    }
+
+    /// Where in the history the items come from: the entries (songs) or their containers.
+    private static var source: (containers: Bool, types: Set<String>) {
+        switch MusicItemType.self {
+        case is Song.Type: (false, ["songs", "library-songs"])
+        case is Album.Type: (true, ["albums", "library-albums"])
+        case is Playlist.Type: (true, ["playlists", "library-playlists"])
+        case is Station.Type: (true, ["stations"])
+        default: (true, ["albums", "library-albums", "playlists", "library-playlists", "stations"])
+        }
+    }
+
+    private static func item(_ resource: ResourceObject) -> MusicItemType? {
+        if let backed = MusicItemType.self as? any ResourceBackedItem.Type {
+            return backed.init(resource: resource) as? MusicItemType
+        }
+        return RecentlyPlayedMusicItem(resource: resource) as? MusicItemType
+    }
+}
+
+public typealias MusicRecentlyPlayedContainerRequest = MusicRecentlyPlayedRequest<RecentlyPlayedMusicItem>
+public typealias MusicRecentlyPlayedContainerResponse = MusicRecentlyPlayedResponse<RecentlyPlayedMusicItem>
+
+/// The answer to a `MusicRecentlyPlayedRequest`.
+public struct MusicRecentlyPlayedResponse<MusicItemType>: Sendable, CustomStringConvertible, CustomDebugStringConvertible
+    where MusicItemType: MusicRecentlyPlayedRequestable {
+    public let items: MusicItemCollection<MusicItemType>
+
+    init(items: MusicItemCollection<MusicItemType>) {
+        self.items = items
+    }
+
+    public var description: String { "MusicRecentlyPlayedResponse<\(MusicItemType.self)>(items: \(items))" }
+    public var debugDescription: String { description }
+}
+
+extension MusicRecentlyPlayedResponse: Equatable where MusicItemType: Equatable {}
+extension MusicRecentlyPlayedResponse: Hashable where MusicItemType: Hashable {}
+
+extension MusicRecentlyPlayedResponse: Decodable where MusicItemType: Decodable {
+    public init(from decoder: any Decoder) throws {
+        items = try MusicItemCollection<MusicItemType>(from: decoder)
+    }
+}
+
+extension MusicRecentlyPlayedResponse: Encodable where MusicItemType: Encodable {
+    public func encode(to encoder: any Encoder) throws { try items.encode(to: encoder) }
+}
+
+/// A recently played album, playlist or station.
+public enum RecentlyPlayedMusicItem: MusicItem, MusicRecentlyPlayedRequestable, Identifiable, Equatable, Hashable, Codable,
+    Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    public typealias ID = MusicItemID
+    case album(Album)
+    case playlist(Playlist)
+    case station(Station)
+
+    init?(resource: ResourceObject) {
+        switch resource.type {
+        case "albums", "library-albums": self = .album(Album(resource: resource))
+        case "playlists", "library-playlists": self = .playlist(Playlist(resource: resource))
+        case "stations": self = .station(Station(resource: resource))
+        default: return nil
+        }
+    }
+
+    private var resource: ResourceObject {
+        switch self {
+        case .album(let album): album.resource
+        case .playlist(let playlist): playlist.resource
+        case .station(let station): station.resource
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let resource = try ResourceObject(from: decoder)
+        guard let item = RecentlyPlayedMusicItem(resource: resource) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                debugDescription: "expected an album, a playlist or a station, found \"\(resource.type)\""))
+        }
+        self = item
+    }
+
+    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
+
+    public var id: MusicItemID { MusicItemID(resource.id) }
+    public var title: String { resource.string("name") ?? "" }
+    /// The album's artist, the playlist's curator.
+    public var subtitle: String? {
+        switch self {
+        case .album(let album): album.artistName
+        case .playlist(let playlist): playlist.curatorName
+        case .station: nil
+        }
+    }
+    public var artwork: Artwork? { resource.artwork }
+    public var playParameters: PlayParameters? { resource.playParameters }
+    public var description: String {
+        switch self {
+        case .album(let album): "RecentlyPlayedMusicItem.album(\(album))"
+        case .playlist(let playlist): "RecentlyPlayedMusicItem.playlist(\(playlist))"
+        case .station(let station): "RecentlyPlayedMusicItem.station(\(station))"
+        }
+    }
+    public var debugDescription: String { description }
+}

@@ -1,0 +1,263 @@
+import AudioEngine
+import AudioTestSupport
+import Foundation
+@testable import MusicKit
+import XCTest
+
+/// `ApplicationMusicPlayer` into ALSA's `file` capture: what the player wrote, bit for bit,
+/// as fast as it can decode (no clock), for what comes out rather than when.
+final class PlayerCaptureTests: XCTestCase {
+    private var directory: URL!
+    private var capture: URL!
+
+    override func setUpWithError() throws {
+        try useTemporaryEnvironment(self)
+        try authorizeTestApp()
+        directory = try makeTemporaryDirectory(self)
+        capture = directory.appendingPathComponent("capture.raw")
+    }
+
+    private func makePlayer() -> ApplicationMusicPlayer {
+        let player = ApplicationMusicPlayer(engineConfiguration: captureConfiguration(capture))
+        addTeardownBlock {
+            player.stop()
+            player.waitForHistoryWrites()
+        }
+        return player
+    }
+
+    private func captured() throws -> [Int16] { trimmingTrailingSilence(try readCapture(capture)) }
+
+    func testLibrarySongsPlayOneAfterTheOtherWithoutAGapBitExact() async throws {
+        let signal = TestSignal.sweep(frames: 70_000)
+        let songs = try GeneratedSongs.cut(signal, at: [20_011, 45_003], into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(log.startedTitles, ["part 1", "part 2", "part 3"])
+        XCTAssertEqual(try captured(), TestSignal.int16(signal))
+        XCTAssertEqual(player.state.playbackStatus, .stopped)
+        XCTAssertEqual(player.queue.currentEntry?.title, "part 1", "back at the start of the queue")
+        XCTAssertEqual(player.state.audioVariant, .lossless)
+    }
+
+    func testRepeatOnePlaysTheEntryAgainAndRepeatAllTheQueue() async throws {
+        let (songs, signals) = try GeneratedSongs.tones([440, 660], frames: 4_410, into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        player.state.repeatMode = .one
+        try await player.play()
+        await log.wait("three plays") { $0.startedTitles.count >= 3 }
+        player.stop()
+        XCTAssertEqual(Array(log.startedTitles.prefix(3)), ["Tone 1", "Tone 1", "Tone 1"])
+        let once = TestSignal.int16(signals[0])
+        XCTAssertEqual(Array(try captured().prefix(3 * once.count)), once + once + once)
+
+        try FileManager.default.removeItem(at: capture)
+        let again = PlayerEventLog(player)
+        player.state.repeatMode = .all
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        await again.wait("five plays") { $0.startedTitles.count >= 5 }
+        player.stop()
+        XCTAssertEqual(Array(again.startedTitles.prefix(5)), ["Tone 1", "Tone 2", "Tone 1", "Tone 2", "Tone 1"])
+        let second = TestSignal.int16(signals[1])
+        XCTAssertEqual(Array(try captured().prefix(2 * (once.count + second.count))), once + second + once + second)
+    }
+
+    func testShufflePlaysEveryEntryOnceInAnotherOrder() async throws {
+        let frequencies: [Double] = [300, 400, 500, 600, 700, 800, 900, 1_000]
+        let (songs, signals) = try GeneratedSongs.tones(frequencies, frames: 2_205, into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        player.state.shuffleMode = .songs
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        let titles = log.startedTitles
+        XCTAssertEqual(titles.count, songs.count)
+        XCTAssertEqual(Set(titles), Set(songs.map(\.title)), "each entry once")
+        XCTAssertEqual(titles.first, "Tone 1", "the current entry starts")
+        XCTAssertNotEqual(titles, songs.map(\.title), "shuffled (1 in 5040 to fail by chance)")
+        let order = titles.map { title in songs.firstIndex { $0.title == title }! }
+        XCTAssertEqual(try captured(), order.flatMap { TestSignal.int16(signals[$0]) }, "what was heard is what was announced")
+    }
+
+    func testCatalogSongsNeedASubscriptionWhileLibrarySongsPlay() async throws {
+        let catalogSong = try unwrapped(await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: BundledCatalog.ezerEv).response().items.first)
+        let (library, signals) = try GeneratedSongs.tones([500], frames: 4_410, into: directory)
+        try setAccount { $0.isSubscribed = false }
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+
+        player.queue = [catalogSong]
+        do {
+            try await player.play()
+            XCTFail("catalog content played without a subscription")
+        } catch let error as MusicPlayer.PlaybackError {
+            XCTAssertEqual(error, .subscriptionRequired(title: catalogSong.title))
+            XCTAssertTrue(error.description.contains("subscription"), error.description)
+        }
+        XCTAssertEqual(player.state.playbackStatus, .stopped)
+
+        // A library song plays; the catalog song after it is skipped, saying why.
+        player.queue = ApplicationMusicPlayer.Queue(for: [library[0], catalogSong])
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(log.startedTitles, ["Tone 1"])
+        XCTAssertEqual(log.failures.map(\.title), [catalogSong.title])
+        XCTAssertTrue(log.failures.first?.reason.contains("subscription") ?? false, "\(log.failures)")
+        XCTAssertEqual(try captured(), TestSignal.int16(signals[0]))
+
+        // Not authorized: asking for the subscription is refused.
+        try MusicAuthorizationSettings.set(.denied, for: MusicKitEnvironment.current.applicationIdentifier)
+        player.queue = [catalogSong]
+        do {
+            try await player.play()
+            XCTFail("played without authorization")
+        } catch let error as MusicSubscription.Error {
+            XCTAssertEqual(error, .permissionDenied)
+        }
+    }
+
+    func testAnEmptyQueueOrNothingPlayableIsAClearError() async throws {
+        let player = makePlayer()
+        do {
+            try await player.play()
+            XCTFail("an empty queue played")
+        } catch let error as MusicPlayer.PlaybackError {
+            XCTAssertEqual(error, .emptyQueue)
+        }
+        let missing = Song(fileURL: directory.appendingPathComponent("missing.flac"))
+        XCTAssertEqual(missing.title, "missing")
+        player.queue = [missing]
+        do {
+            try await player.play()
+            XCTFail("a missing file played")
+        } catch let error as MusicPlayer.PlaybackError {
+            guard case .nothingPlayable(let reasons) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(reasons.first?.contains("missing.flac") ?? false, "\(reasons)")
+        }
+    }
+
+    func testAFileThatCannotBeReadIsSkippedWithTheReason() async throws {
+        let (songs, signals) = try GeneratedSongs.tones([400, 800], frames: 4_410, into: directory)
+        let broken = directory.appendingPathComponent("broken.flac")
+        try Data("fLaC but not really".utf8).write(to: broken)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: [songs[0], Song(fileURL: broken), songs[1]])
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 2"])
+        XCTAssertEqual(log.failures.map(\.title), ["broken"])
+        XCTAssertTrue(log.failures.first?.reason.contains("broken.flac") ?? false, "\(log.failures)")
+        XCTAssertEqual(try captured(), TestSignal.int16(signals[0] + signals[1]))
+    }
+
+    func testPlaybackTimeSetBeforePlayStartsThere() async throws {
+        let signal = TestSignal.sweep(frames: 44_100)
+        let songs = try GeneratedSongs.cut(signal, at: [], into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        player.playbackTime = 0.25
+        XCTAssertEqual(player.playbackTime, 0.25)
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(try captured(), Array(TestSignal.int16(signal)[(11_025 * 2)...]))
+    }
+
+    func testPrepareToPlayFillsTheDeviceBeforePlay() async throws {
+        let (songs, signals) = try GeneratedSongs.tones([440], frames: 8_820, into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        XCTAssertFalse(player.isPreparedToPlay)
+        try await player.prepareToPlay()
+        XCTAssertTrue(player.isPreparedToPlay)
+        XCTAssertEqual(player.state.playbackStatus, .stopped, "prepared, not playing")
+        XCTAssertTrue(log.startedTitles.isEmpty)
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(try captured(), TestSignal.int16(signals[0]))
+    }
+
+    /// The bundled gapless album from the catalog: its tracks play and go to the listening
+    /// history with the album; a queue that says so, or the account's switch, keeps them out.
+    func testPlayedEntriesGoToTheListeningHistoryUnlessSwitchedOff() async throws {
+        let album = try unwrapped(await MusicCatalogResourceRequest<Album>(matching: \.id, equalTo: BundledCatalog.gaplessAlbum).response().items.first)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = [album]
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        player.waitForHistoryWrites()
+        let tracks = try await album.with([.tracks]).tracks ?? []
+        XCTAssertEqual(log.startedTitles, tracks.map(\.title))
+
+        var songs = MusicRecentlyPlayedRequest<Song>()
+        songs.limit = 10
+        let played = try await songs.response().items
+        XCTAssertEqual(played.map(\.id), tracks.reversed().map(\.id), "newest first")
+        let containers = try await MusicRecentlyPlayedContainerRequest().response().items
+        XCTAssertEqual(containers.map(\.id), [album.id])
+        XCTAssertEqual(containers.first?.title, album.title)
+        XCTAssertEqual(containers.first?.subtitle, album.artistName)
+        let albums = try await MusicRecentlyPlayedRequest<Album>().response().items
+        XCTAssertEqual(albums.map(\.id), [album.id])
+
+        // The queue keeps out of the history.
+        let (library, _) = try GeneratedSongs.tones([500], frames: 2_205, into: directory)
+        let quiet = ApplicationMusicPlayer.Queue(for: library)
+        quiet.affectsListeningHistory = false
+        player.queue = quiet
+        XCTAssertFalse(player.queue.affectsListeningHistory)
+        try await player.play()
+        await log.wait("the second queue's end") { $0.events.filter { $0 == .queueFinished }.count == 2 }
+        player.waitForHistoryWrites()
+        let afterQuiet = try await MusicRecentlyPlayedRequest<Song>().response().items
+        XCTAssertEqual(afterQuiet.first?.id, tracks.last?.id, "not recorded: the queue said so")
+
+        // The account's "Use Listening History" is off.
+        try setAccount { $0.usesListeningHistory = false }
+        player.queue = ApplicationMusicPlayer.Queue(for: library)
+        try await player.play()
+        await log.wait("the third queue's end") { $0.events.filter { $0 == .queueFinished }.count == 3 }
+        player.waitForHistoryWrites()
+        let afterOff = try await MusicRecentlyPlayedRequest<Song>().response().items
+        XCTAssertEqual(afterOff.first?.id, tracks.last?.id, "not recorded: the account said so")
+
+        try setAccount { $0.usesListeningHistory = true }
+        player.queue = ApplicationMusicPlayer.Queue(for: library)
+        try await player.play()
+        await log.wait("the fourth queue's end") { $0.events.filter { $0 == .queueFinished }.count == 4 }
+        player.waitForHistoryWrites()
+        let afterOn = try await MusicRecentlyPlayedRequest<Song>().response().items
+        XCTAssertEqual(afterOn.first?.id, library[0].id)
+    }
+
+    func testALongPlaylistStartsWithoutLoadingItsEntries() async throws {
+        let preview = directory.appendingPathComponent("preview.flac")
+        try writeAudioFile(preview, TestSignal.tone(hz: 440, frames: 2_205, sampleRate: 44_100, channels: 2))
+        try LongPlaylist.write(trackCount: 3_000, into: MusicCatalogService.userDocumentsDirectory(.current),
+                               previewPath: preview.path)
+        let playlist = try unwrapped(await MusicCatalogResourceRequest<Playlist>(matching: \.id, equalTo: LongPlaylist.id).response().items.first)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = [playlist]
+        XCTAssertEqual(player.queue.entries.count, 3_000)
+        try await player.play()
+        await log.wait("five entries") { $0.startedTitles.count >= 5 }
+        player.stop()
+        try await Task.sleep(for: .milliseconds(50))  // the last events arrive
+        let started = log.startedTitles
+        XCTAssertEqual(Array(started.prefix(5)), ["Song 0", "Song 1", "Song 2", "Song 3", "Song 4"])
+        let pages = started.count / QueueContents.pageSize + 2
+        XCTAssertLessThanOrEqual(player.queue.snapshot.contents.loadedEntryCount, pages * QueueContents.pageSize,
+                                 "only the pages reached (and the next one) are loaded, of 3,000 entries")
+    }
+}

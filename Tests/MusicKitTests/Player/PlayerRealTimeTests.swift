@@ -1,0 +1,237 @@
+import AudioEngine
+import AudioMeasurement
+import AudioTestSupport
+import Foundation
+@testable import MusicKit
+import XCTest
+
+/// The talk's player code (WWDC 2026 session 254, 14:49–15:38) without SwiftUI: `@State`
+/// becomes a stored property, each `Button` action a method. It must compile unchanged.
+struct WorkoutPlayerView {
+    let player = ApplicationMusicPlayer.shared
+    var state = ApplicationMusicPlayer.shared.state
+    var queue = ApplicationMusicPlayer.shared.queue
+
+    var isPlaying: Bool {
+        state.playbackStatus == .playing
+    }
+
+    /// 14:49: the artwork of what plays.
+    var artwork: Artwork? {
+        if let artwork = queue.currentEntry?.artwork {
+            return artwork
+        }
+        return nil
+    }
+
+    /// 15:06: the title and subtitle of what plays.
+    var info: (title: String, subtitle: String?)? {
+        if let currentSong = queue.currentEntry {
+            return (currentSong.title, currentSong.subtitle)
+        }
+        return nil
+    }
+
+    /// 15:14: the play/pause button.
+    func playPause() {
+        if isPlaying {
+            player.pause()
+        } else {
+            Task {
+                try await player.play()
+            }
+        }
+    }
+
+    /// 15:38: the back and next buttons.
+    func back() {
+        Task {
+            try await player.skipToPreviousEntry()
+        }
+    }
+
+    func next() {
+        Task {
+            try await player.skipToNextEntry()
+        }
+    }
+}
+
+/// The player against a sound server that consumes audio in real time (the PulseAudio null
+/// sink of scripts/with-test-sink): transport, observation, edits while playing, seeking.
+final class PlayerRealTimeTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        try useTemporaryEnvironment(self)
+        try authorizeTestApp()
+        directory = try makeTemporaryDirectory(self)
+        _ = try SharedMonitor.recorder()
+    }
+
+    /// The shared player on the test sink, stopped after the test.
+    private func sharedPlayer() throws -> ApplicationMusicPlayer {
+        let player = ApplicationMusicPlayer.shared
+        player.engineConfiguration = try pulseEngineConfiguration()
+        player.state.repeatMode = MusicPlayer.RepeatMode.none
+        player.state.shuffleMode = .off
+        addTeardownBlock { player.stop() }
+        return player
+    }
+
+    private func waitUntil(_ description: String, timeout: TimeInterval = 5, file: StaticString = #filePath,
+                           line: UInt = #line, _ condition: () -> Bool) {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            if condition() { return }
+            usleep(2_000)
+        }
+        XCTFail("not \(description) within \(timeout) s", file: file, line: line)
+    }
+
+    /// The same for async tests: suspends instead of blocking a cooperative thread.
+    private func waitUntil(_ description: String, timeout: TimeInterval = 5, file: StaticString = #filePath,
+                           line: UInt = #line, _ condition: () -> Bool) async {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            if condition() { return }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        XCTFail("not \(description) within \(timeout) s", file: file, line: line)
+    }
+
+    func testTheTalksControlsPlayPauseSkipAndGoBack() throws {
+        let (songs, _) = try GeneratedSongs.tones([440, 550, 660], frames: 44_100 * 8, into: directory)
+        let player = try sharedPlayer()
+        let view = WorkoutPlayerView()
+        let recorder = try SharedMonitor.recorder()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        XCTAssertEqual(view.info?.title, "Tone 1", "the view's queue shows the queue set after it was made")
+        XCTAssertFalse(view.isPlaying)
+
+        let pressed = monotonicNanoseconds()
+        view.playPause()
+        waitUntil("playing") { view.isPlaying }
+        XCTAssertNotNil(recorder.firstSound(after: pressed, timeout: 2), "heard after Play")
+        XCTAssertEqual(view.info?.title, "Tone 1")
+        XCTAssertEqual(view.info?.subtitle, "Test Artist")
+
+        view.playPause()
+        waitUntil("paused") { view.state.playbackStatus == .paused }
+        let pausedAt = player.playbackTime
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(player.playbackTime, pausedAt, accuracy: 0.05, "paused: the position stays")
+        view.playPause()
+        waitUntil("playing again") { view.isPlaying }
+        waitUntil("moving again") { player.playbackTime > pausedAt + 0.1 }
+
+        view.next()
+        waitUntil("on the second song") { view.info?.title == "Tone 2" }
+        view.next()
+        waitUntil("on the third song") { view.info?.title == "Tone 3" }
+        view.back()
+        waitUntil("back on the second song") { view.info?.title == "Tone 2" }
+
+        // Past its first seconds, Back restarts the song.
+        player.playbackTime = 5
+        waitUntil("at 5 s") { player.playbackTime >= 5 }
+        view.back()
+        waitUntil("restarted") { player.playbackTime < 1 }
+        XCTAssertEqual(view.info?.title, "Tone 2")
+        XCTAssertTrue(view.isPlaying)
+    }
+
+    func testStatusAndCurrentEntryChangesAreObservedInOrder() async throws {
+        let (songs, _) = try GeneratedSongs.tones([440, 550], frames: 22_050, into: directory)
+        let player = try sharedPlayer()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        let statuses = ObservedValues { player.state.playbackStatus }
+        let titles = ObservedValues { player.queue.currentEntry?.title }
+        let counts = ObservedValues { player.queue.entries.count }
+
+        try await player.play()
+        XCTAssertEqual(player.state.playbackStatus, .playing, "play() returns once the entry is heard")
+        await statuses.wait(for: "playing") { $0.last == .playing }
+        player.pause()
+        await statuses.wait(for: "paused") { $0.last == .paused }
+        try await player.play()
+        await statuses.wait(for: "playing again") { $0.count == 4 }
+        let extra = try GeneratedSongs.tones([770], frames: 22_050, into: directory, name: "Extra")
+        try await player.queue.insert(extra.songs[0], position: .tail)
+        await statuses.wait(for: "the end of the queue") { $0.last == .stopped && $0.count > 1 }
+        await titles.wait(for: "back at the start") { $0.count == 4 }
+        XCTAssertEqual(statuses.values, [.stopped, .playing, .paused, .playing, .stopped])
+        XCTAssertEqual(titles.values, ["Tone 1", "Tone 2", "Extra 1", "Tone 1"],
+                       "inserted at the tail: played, then back to the start")
+        XCTAssertEqual(counts.values, [2, 3])
+    }
+
+    func testEditsWhilePlayingChangeWhatPlaysNext() async throws {
+        let (songs, _) = try GeneratedSongs.tones([300, 400, 500, 600], frames: 44_100 * 10, into: directory)
+        let player = try sharedPlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs.prefix(2))
+        try await player.play()
+
+        // Inserted after the current entry: it plays next.
+        try await player.queue.insert(songs[2], position: .afterCurrentEntry)
+        try await player.skipToNextEntry()
+        await waitUntil("the inserted song") { player.queue.currentEntry?.title == "Tone 3" }
+
+        // Setting the current entry jumps there.
+        player.queue.currentEntry = player.queue.entries[0]
+        XCTAssertEqual(player.queue.currentEntry?.title, "Tone 1", "current at once")
+        await waitUntil("back on the first") { log.startedTitles.count == 3 }
+
+        // Removing what would come next: the one after it follows.
+        player.queue.entries.remove(at: 1)
+        try await player.skipToNextEntry()
+        await waitUntil("the second song, as the one in between is gone") { player.queue.currentEntry?.title == "Tone 2" }
+        XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 3", "Tone 1", "Tone 2"])
+
+        // A skip right after setting the current entry goes on from the entry set.
+        player.queue.currentEntry = player.queue.entries[0]
+        try await player.skipToNextEntry()
+        await waitUntil("the entry after the one set") { log.startedTitles.count >= 5 && log.startedTitles.last == "Tone 2" }
+    }
+
+    func testSeekingMovesThroughTheEntryAndEnds() async throws {
+        let (songs, _) = try GeneratedSongs.tones([440], frames: 44_100 * 20, into: directory)
+        let player = try sharedPlayer()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        player.beginSeekingForward()
+        XCTAssertEqual(player.state.playbackStatus, .seekingForward)
+        XCTAssertEqual(player.state.playbackRate, 4)
+        try await Task.sleep(for: .milliseconds(1_100))
+        let forward = player.playbackTime
+        XCTAssertGreaterThan(forward, 3, "about 4 s of the song in 1 s")
+        player.endSeeking()
+        XCTAssertEqual(player.state.playbackStatus, .playing)
+        XCTAssertEqual(player.state.playbackRate, 1)
+
+        player.beginSeekingBackward()
+        XCTAssertEqual(player.state.playbackStatus, .seekingBackward)
+        try await Task.sleep(for: .milliseconds(600))
+        player.endSeeking()
+        await waitUntil("moved back") { player.playbackTime < forward - 1 }
+
+        player.state.playbackRate = 0
+        XCTAssertEqual(player.state.playbackStatus, .paused)
+        player.state.playbackRate = 1
+        XCTAssertEqual(player.state.playbackStatus, .playing)
+    }
+
+    func testASkipLeavesARepeatedEntryForTheNextOne() async throws {
+        let (songs, _) = try GeneratedSongs.tones([440, 880], frames: 44_100 * 5, into: directory)
+        let player = try sharedPlayer()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        player.state.repeatMode = .one
+        try await player.prepareToPlay()
+        XCTAssertTrue(player.isPreparedToPlay)
+        try await player.play()
+        try await player.skipToNextEntry()
+        await waitUntil("the next entry") { player.queue.currentEntry?.title == "Tone 2" }
+        XCTAssertEqual(player.state.repeatMode, .one, "repeat one stays on")
+    }
+}
