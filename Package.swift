@@ -41,9 +41,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit"],
+            dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit", "CLinux"],
             path: "Benchmarks",
-            exclude: ["RESULTS.md", "CATALOG-RESULTS.md"]
+            exclude: ["RESULTS.md", "CATALOG-RESULTS.md", "LIBRARY-RESULTS.md"]
         ),
         // Real-time measurement at a PulseAudio monitor: shared by the real-time tests and
         // the benchmarks; not part of the product.

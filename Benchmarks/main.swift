@@ -9,7 +9,7 @@ import Foundation
 let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--output FILE]
 
-groups: ttfa, skip, gap, cpu, load, ring, decode, cli, peers, catalog, library
+groups: ttfa, skip, gap, cpu, load, player, ring, decode, cli, peers, catalog, library
 --songs N: songs in the generated catalog (default 1,000,000)
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
@@ -68,7 +68,7 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["ttfa", "skip", "gap", "cpu", "load", "cli", "peers"]
+let realTimeGroups = ["ttfa", "skip", "gap", "cpu", "load", "player", "cli", "peers"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
@@ -85,6 +85,10 @@ if realTimeGroups.contains(where: { wants($0) }) {
     if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
     if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU(loaded: false) }
     if wants("load") { progress("underruns under load"); engine.audioThreadCPU(loaded: true) }
+    if wants("player") {
+        progress("ApplicationMusicPlayer")
+        try PlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report).run()
+    }
     if wants("cli") { progress("command-line start"); peers.commandLineTTFA() }
     if wants("peers") {
         progress("peers: gaps"); peers.gaps()
@@ -93,8 +97,16 @@ if realTimeGroups.contains(where: { wants($0) }) {
     }
     recorder.stop()
 
-    // Ratios against the peers, same run.
+    // What the player adds to the engine, and ratios against the peers, same run.
     var ratios: [String] = []
+    func difference(_ ours: String, _ base: String) {
+        if let a = report.median(ours), let b = report.median(base) {
+            ratios.append("- \(ours) − \(base): \(a >= b ? "+" : "")\(format(a - b)) ms")
+        }
+    }
+    difference("player TTFA cold: play() -> sound", "engine TTFA cold: play() -> sound")
+    difference("player TTFA after prepareToPlay(): play() -> sound", "engine TTFA after prepare(): play() -> sound")
+    difference("player skip: skipToNextEntry() -> next entry's sound", "engine skip: skipToNextEntry() -> next entry's sound")
     func ratio(_ ours: String, _ theirs: String) {
         if let a = report.median(ours), let b = report.median(theirs), b > 0 {
             ratios.append("- \(ours) / \(theirs): \(format(a / b))")
@@ -110,7 +122,7 @@ if realTimeGroups.contains(where: { wants($0) }) {
     monitor recorded by parec --latency-msec=\(recorder.latencyMilliseconds); \(runs) runs each; \
     \(ProcessInfo.processInfo.activeProcessorCount) cores; \(AudioFileDecoder.libraryVersion).
     """
-    let table = header + "\n\n" + report.markdown() + (ratios.isEmpty ? "" : "\n\nRatios (medians, same run; below 1 is faster):\n" + ratios.joined(separator: "\n"))
+    let table = header + "\n\n" + report.markdown() + (ratios.isEmpty ? "" : "\n\nDifferences and ratios (medians, same run; a ratio below 1 is faster):\n" + ratios.joined(separator: "\n"))
     print(table)
     if let outputPath { try table.write(toFile: outputPath, atomically: true, encoding: .utf8) }
 } else {

@@ -234,8 +234,8 @@ public final class AudioEngine: Sendable {
     // MARK: - Session
 
     private func openSessionIfNeeded(startSeconds: Double) throws(AudioEngineError) -> EngineSession {
-        let result: Result<EngineSession, AudioEngineError> = control.withLock { state in
-            if let session = state.session { return .success(session) }
+        let result: Result<(EngineSession, isNew: Bool), AudioEngineError> = control.withLock { state in
+            if let session = state.session { return .success((session, false)) }
             guard let provider = state.provider else { return .failure(.noQueue) }
             do throws(AudioEngineError) {
                 let session = try EngineSession(configuration: configuration, provider: provider,
@@ -243,12 +243,18 @@ public final class AudioEngine: Sendable {
                     self?.deliver(event, from: session)
                 }
                 state.session = session
-                return .success(session)
+                return .success((session, true))
             } catch {
                 return .failure(error)
             }
         }
-        return try result.get()
+        let (session, isNew) = try result.get()
+        // Entries that failed before the first one opened, reported outside the lock (the
+        // handler may call back into the engine); nothing is heard before `play()` goes on.
+        if isNew {
+            for (token, error) in session.failuresBeforeFirstEntry { deliver(.entryFailed(token, error), from: session) }
+        }
+        return session
     }
 }
 
@@ -263,6 +269,8 @@ final class EngineSession: @unchecked Sendable {
     let decoderControl = DecoderControl()
     let prerollSlots: [PrerollSlot]
     private let commands: Mutex<RingBuffer<AudioCommand>.Producer>
+    /// Entries of the queue that could not be opened before the first that could.
+    let failuresBeforeFirstEntry: [(AudioEntry.Token, DecoderError)]
     private var audioThread: EngineThread?
     private var decoderThread: EngineThread?
     private let primedCondition = NSCondition()
@@ -327,7 +335,7 @@ final class EngineSession: @unchecked Sendable {
             events: events.producer, requests: requests.producer, prerollSlots: slots, device: device,
             shared: shared, wake: audioWake, decoderWake: decoderWake, firstToken: firstEntry.token.rawValue,
             insertsSilenceOnUnderrun: configuration.underrunBehavior == .insertSilence))
-        let deliverFailures = failures
+        failuresBeforeFirstEntry = failures
         let decoderLoop = Handoff(DecoderLoop(
             ring: ring.producer, markers: markers.producer, requests: requests.consumer,
             audioEvents: events.consumer, prerollSlots: slots, provider: provider, wake: decoderWake,
@@ -341,7 +349,6 @@ final class EngineSession: @unchecked Sendable {
                 case .engine(let engineEvent): onEvent(self, engineEvent)
                 }
             }))
-        for (token, error) in deliverFailures { onEvent(self, .entryFailed(token, error)) }
 
         let priority = configuration.realtimePriority
         let hook = EngineSession.audioThreadStartHook.withLock { $0 }

@@ -1,8 +1,10 @@
-// Linux interfaces that Swift's Glibc module leaves out. Only Sources/AudioEngine/Threads.swift imports this module.
+// Linux interfaces that Swift's Glibc module leaves out: eventfd and thread names for the engine's
+// threads (Sources/AudioEngine/Threads.swift), malloc statistics for the benchmarks.
 #ifndef MUSICKIT_CLINUX_SHIM_H
 #define MUSICKIT_CLINUX_SHIM_H
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <malloc.h>
 
 // Declared by <pthread.h> only under _GNU_SOURCE, which the Glibc module is built without.
 extern int pthread_setname_np(pthread_t thread, const char *name);

@@ -1,27 +1,30 @@
 import Foundation
 import MusicKit
 
-/// `musickit library scan|list|add|playlist`.
+/// `musickit library scan|list|recent|add|playlist`.
 enum LibraryCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--search", valueName: "TEXT", help: "list: only items whose name, artist or album contains TEXT"),
                   .init(name: "--sort", valueName: "title|artist|added", help: "list: order (default title)"),
-                  .init(name: "--limit", valueName: "N", help: "list: at most N items (default 100)")],
-        flags: [.init(name: "--json", help: "list: print Apple Music API JSON"),
+                  .init(name: "--limit", valueName: "N", help: "list: at most N items (default 100); recent: (default 10)")],
+        flags: [.init(name: "--json", help: "list, recent: print Apple Music API JSON"),
                 .init(name: "--descending", help: "list: reverse the order")],
-        positionalName: "scan|list|add|playlist ...", minimumPositionals: 1)
+        positionalName: "scan|list|recent|add|playlist ...", minimumPositionals: 1)
 
     static let help = """
     usage: musickit library scan [FOLDER...]
            musickit library list [songs|albums|artists|playlists] [--search TEXT] [--sort title|artist|added]
                                  [--descending] [--limit N] [--json]
+           musickit library recent [songs|containers] [--limit N] [--json]
            musickit library add ID...
            musickit library playlist NAME [ID...]
 
     The person's own music. `scan` reads the audio files under the library folders (~/Music
     until FOLDER... sets them), with their tags; only new and changed files are read again,
     and files that cannot be read are listed with the reason. `list` shows the library
-    (MusicLibraryRequest). `add` adds catalog songs, albums or playlists by ID. `playlist`
+    (MusicLibraryRequest). `recent` shows the listening history, newest first: the songs heard,
+    or the albums and playlists they were played from (MusicRecentlyPlayedRequest). `add` adds
+    catalog songs, albums or playlists by ID. `playlist`
     creates a library playlist from catalog song IDs. Reading the library needs authorization
     (`musickit authorize`).
 
@@ -35,7 +38,7 @@ enum LibraryCommand {
         let parsed: ParsedArguments
         do {
             parsed = try spec.parse(arguments)
-            guard ["scan", "list", "add", "playlist"].contains(parsed.positionals[0]) else {
+            guard ["scan", "list", "recent", "add", "playlist"].contains(parsed.positionals[0]) else {
                 throw UsageError(message: "unknown library command \(parsed.positionals[0])")
             }
             if let limit = parsed.option("--limit"), Int(limit) == nil { throw UsageError(message: "--limit needs a number") }
@@ -45,6 +48,10 @@ enum LibraryCommand {
             if parsed.positionals[0] == "list", parsed.positionals.count > 2
                 || (parsed.positionals.count == 2 && !["songs", "albums", "artists", "playlists"].contains(parsed.positionals[1])) {
                 throw UsageError(message: "library list takes songs, albums, artists or playlists")
+            }
+            if parsed.positionals[0] == "recent", parsed.positionals.count > 2
+                || (parsed.positionals.count == 2 && !["songs", "containers"].contains(parsed.positionals[1])) {
+                throw UsageError(message: "library recent takes songs or containers")
             }
             if ["add"].contains(parsed.positionals[0]), parsed.positionals.count < 2 { throw UsageError(message: "library add needs IDs") }
             if parsed.positionals[0] == "playlist", parsed.positionals.count < 2 { throw UsageError(message: "library playlist needs a NAME") }
@@ -58,6 +65,7 @@ enum LibraryCommand {
             switch parsed.positionals[0] {
             case "scan": return try scan(Array(parsed.positionals.dropFirst()))
             case "list": return try list(parsed)
+            case "recent": return try recent(parsed)
             case "add": return try add(Array(parsed.positionals.dropFirst()))
             default: return try playlist(name: parsed.positionals[1], ids: Array(parsed.positionals.dropFirst(2)))
             }
@@ -138,6 +146,30 @@ enum LibraryCommand {
                 let items = try await request.response().items
                 return json ? try jsonText(items) : ItemRows.songs(items)
             }
+        }
+        Console.out(text + "\n")
+        return .success
+    }
+
+    private static func recent(_ parsed: ParsedArguments) throws -> ExitCode {
+        let containers = parsed.positionals.count > 1 && parsed.positionals[1] == "containers"
+        let limit = parsed.option("--limit").flatMap(Int.init) ?? 10
+        let json = parsed.has("--json")
+        let text: String = try waitFor {
+            if containers {
+                var request = MusicRecentlyPlayedContainerRequest()
+                request.limit = limit
+                let items = try await request.response().items
+                if json { return try jsonText(items) }
+                return table(["KIND", "TITLE", "BY", "ID"], items.map { item -> [String] in
+                    let kind = switch item { case .album: "album"; case .playlist: "playlist"; case .station: "station" }
+                    return [kind, item.title, item.subtitle ?? "", item.id.rawValue]
+                })
+            }
+            var request = MusicRecentlyPlayedRequest<Song>()
+            request.limit = limit
+            let items = try await request.response().items
+            return json ? try jsonText(items) : ItemRows.songs(items)
         }
         Console.out(text + "\n")
         return .success

@@ -1,28 +1,37 @@
 import AudioEngine
 import Foundation
+import MusicKit
 import Synchronization
 
-/// `musickit play FILE...`: plays audio files through the engine, gaplessly.
+/// `musickit play`: files, catalog and library items or a search term, through
+/// `ApplicationMusicPlayer`, with a live status line and keys.
 enum PlayCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--device", valueName: "NAME",
-                        help: "ALSA playback device (default: default; see `aplay -L`)")],
-        flags: [.init(name: "--no-ui", help: "no keys and no live status line; one line per event")],
+                        help: "ALSA playback device (default: $MUSICKIT_AUDIO_DEVICE or default; see `aplay -L`)"),
+                  .init(name: "--repeat", valueName: "none|one|all", help: "repeat mode to start with (default none)")],
+        flags: [.init(name: "--shuffle", help: "shuffle the songs"),
+                .init(name: "--no-ui", help: "no keys and no live status line; one line per event (for scripts)")],
         positionalName: "FILE|ID|TERM...", minimumPositionals: 1)
 
     static let help = """
-    usage: musickit play [--device NAME] [--no-ui] FILE|ID|TERM...
+    usage: musickit play [--device NAME] [--repeat none|one|all] [--shuffle] [--no-ui] FILE|ID|TERM...
 
-    Plays audio files (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...) and catalog songs, albums and
-    playlists (by ID, or the best match for a search term: `musickit play gapless demo`) one
-    after the other without a gap, through ALSA. A file that cannot be played is skipped with
-    the reason.
+    Plays through ApplicationMusicPlayer, one entry after the other without a gap: audio files
+    (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...), catalog songs, albums and playlists by ID, library
+    items by ID (i.…, l.…, p.…), or the best match for a search term (`musickit play gapless
+    demo`). Albums and playlists load their tracks as they are reached. An entry that cannot be
+    played is skipped with the reason. Catalog content needs the account's subscription; the
+    first time, musickit asks for access to Apple Music (`musickit authorize musickit --allow`
+    answers ahead, for scripts).
 
     options:
     \(spec.optionsHelp())
 
-    keys: space pause/resume, n next, p previous, ←/→ seek 5 s, r restart, q quit
-    signals: SIGINT/SIGTERM stop, SIGUSR1 next, SIGUSR2 pause/resume
+    keys: space pause/play, n next, p previous (or restart after 3 s), ←/→ seek 10 s,
+          f/b seek forward/backward at 4× until the next key, r repeat (none, all, one),
+          s shuffle, q quit
+    signals: SIGINT/SIGTERM stop, SIGUSR1 next, SIGUSR2 pause/play
 
     exit codes:
     \(ExitCode.helpText)
@@ -36,10 +45,21 @@ enum PlayCommand {
             Console.error("musickit play: \(error)\n\n\(help)\n")
             return .usage
         }
-        var configuration = AudioEngineConfiguration()
-        if let device = parsed.option("--device") { configuration.deviceName = device }
-        let interactive = !parsed.has("--no-ui") && Console.isInteractive
-        let items: [PlayItem]
+        let repeatMode: MusicPlayer.RepeatMode
+        switch parsed.option("--repeat") ?? "none" {
+        case "none": repeatMode = .none
+        case "one": repeatMode = .one
+        case "all": repeatMode = .all
+        case let other:
+            Console.error("musickit play: --repeat takes none, one or all, not \"\(other)\"\n\n\(help)\n")
+            return .usage
+        }
+        // Anything but files is catalog or library content: the app needs access.
+        if parsed.positionals.contains(where: { !PlayResolution.isFile($0) }),
+           let refused = requireAuthorization("play") {
+            return refused
+        }
+        let items: [any PlayableMusicItem]
         do {
             items = try PlayResolution.resolve(parsed.positionals)
         } catch let error as PlayResolution.NotFound {
@@ -49,53 +69,58 @@ enum PlayCommand {
             Console.error("musickit play: \(error)\n")
             return .failure
         }
-        let session = FilePlaybackSession(items: items, configuration: configuration, interactive: interactive)
-        return session.run()
+        let player = ApplicationMusicPlayer.shared
+        if let device = parsed.option("--device") { player.engineConfiguration.deviceName = device }
+        player.state.repeatMode = repeatMode
+        player.state.shuffleMode = parsed.has("--shuffle") ? .songs : .off
+        let interactive = !parsed.has("--no-ui") && Console.isInteractive
+        return PlayerSession(player: player, interactive: interactive).run(items)
     }
 }
 
-/// One run of `musickit play` over files: the engine, what is printed, keys and signals.
-final class FilePlaybackSession: @unchecked Sendable {
+/// One run of `musickit play`: the player, what is printed, keys and signals.
+final class PlayerSession: @unchecked Sendable {
     // @unchecked: mutable state lives in `state` behind a mutex; the rest is immutable.
-    private let items: [PlayItem]
-    private var paths: [String] { items.map(\.path) }
-    private let engine: AudioEngine
+    private let player: ApplicationMusicPlayer
     private let interactive: Bool
     private let finished = DispatchSemaphore(value: 0)
 
     private struct State {
         var exitCode: ExitCode?
+        var started = 0
         var failures = 0
-        var current: Int?
-        var infos: [Int: AudioFileInfo] = [:]
         var statusLineShown = false
         var headerShown = false
     }
     private let state = Mutex(State())
 
-    init(items: [PlayItem], configuration: AudioEngineConfiguration, interactive: Bool) {
-        self.items = items
-        self.engine = AudioEngine(configuration: configuration)
+    init(player: ApplicationMusicPlayer, interactive: Bool) {
+        self.player = player
         self.interactive = interactive
     }
 
-    func run() -> ExitCode {
-        engine.setEventHandler { [weak self] event in self?.handle(event) }
-        engine.setQueue(AudioEntryList(paths: paths))
+    func run(_ items: [any PlayableMusicItem]) -> ExitCode {
+        let events = player.events()
+        let listener = Task { [weak self] in
+            for await event in events { self?.handle(event) }
+        }
+        defer { listener.cancel() }
 
         let signals = SignalHandlers()
         signals.on(SIGINT) { [weak self] in self?.finish(.interrupted) }
         signals.on(SIGTERM) { [weak self] in self?.finish(.interrupted) }
-        signals.on(SIGUSR1) { [weak self] in self?.engine.skipToNextEntry() }
+        signals.on(SIGUSR1) { [weak self] in self?.control { try await $0.skipToNextEntry() } }
         signals.on(SIGUSR2) { [weak self] in self?.togglePause() }
 
-        do {
-            try engine.play()
-        } catch {
-            Console.error("musickit play: \(error)\n")
-            if case .device = error { return .deviceError }
-            return .nothingPlayable
-        }
+        let boxed = PlayResolution.Found.self
+        let started = Result { try waitFor { [player] in
+            let queue = ApplicationMusicPlayer.Queue(for: [Song]())
+            for item in items.map({ boxed.init(item: $0) }) { try await queue.insert(item.item, position: .tail) }
+            player.queue = queue
+            try await player.play()
+        } }
+        if case .failure(let error) = started { return report(error) }
+
         var terminal: RawTerminal?
         var keys: KeyReader?
         var ticker: DispatchSourceTimer?
@@ -110,91 +135,142 @@ final class FilePlaybackSession: @unchecked Sendable {
         }
         finished.wait()
         ticker?.cancel()
-        engine.stop()
+        player.stop()
+        player.waitForHistoryWrites()
         clearStatusLine()
         terminal?.restore()
         _ = keys
         return state.withLock { $0.exitCode ?? .success }
     }
 
+    private func report(_ error: any Error) -> ExitCode {
+        Console.error("musickit play: \(error)\n")
+        switch error {
+        case let error as MusicPlayer.PlaybackError:
+            if case .audioDevice = error { return .deviceError }
+            return .nothingPlayable
+        case let error as MusicSubscription.Error:
+            if let suggestion = error.recoverySuggestion { Console.error("  \(suggestion)\n") }
+            return .failure
+        default:
+            return .failure
+        }
+    }
+
     private func finish(_ code: ExitCode) {
         let first = state.withLock { state -> Bool in
             guard state.exitCode == nil else { return false }
-            state.exitCode = code == .success && state.failures > 0
-                ? (state.failures == paths.count ? .nothingPlayable : .someEntriesFailed) : code
+            if code == .success && state.failures > 0 {
+                state.exitCode = state.started == 0 ? .nothingPlayable : .someEntriesFailed
+            } else {
+                state.exitCode = code
+            }
             return true
         }
         if first { finished.signal() }
     }
 
+    /// Runs a player call that may throw, reporting the error on the status line.
+    private func control(_ call: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void) {
+        Task { [player, weak self] in
+            do { try await call(player) } catch { self?.print(line: "musickit play: \(error)", toStandardError: true) }
+            self?.drawStatusLine()
+        }
+    }
+
     private func togglePause() {
-        if engine.status == .paused { engine.resume() } else { engine.pause() }
-        drawStatusLine()
+        if player.state.playbackStatus == .playing {
+            player.pause()
+            drawStatusLine()
+        } else {
+            control { try await $0.play() }
+        }
     }
 
     private func handle(_ key: Key) {
         switch key {
         case .character(" "): togglePause()
-        case .character("n"), .character("N"): engine.skipToNextEntry()
-        case .character("p"), .character("P"): engine.skipToPreviousEntry()
-        case .character("r"): engine.restartCurrentEntry()
+        case .character("n"), .character("N"): control { try await $0.skipToNextEntry() }
+        case .character("p"), .character("P"): control { try await $0.skipToPreviousEntry() }
+        case .character("f"): seeking { $0.beginSeekingForward() }
+        case .character("b"): seeking { $0.beginSeekingBackward() }
+        case .character("r"), .character("R"):
+            let next: MusicPlayer.RepeatMode = switch player.state.repeatMode ?? .none {
+            case .none: .all
+            case .all: .one
+            case .one: .none
+            }
+            player.state.repeatMode = next
+        case .character("s"), .character("S"):
+            player.state.shuffleMode = player.state.shuffleMode == .songs ? .off : .songs
         case .character("q"), .character("Q"): finish(.success)
-        case .right: engine.seek(toSeconds: engine.position.seconds + 5)
-        case .left: engine.seek(toSeconds: max(0, engine.position.seconds - 5))
+        case .right: player.playbackTime += 10
+        case .left: player.playbackTime = max(0, player.playbackTime - 10)
         default: break
+        }
+        drawStatusLine()
+    }
+
+    /// f/b start seeking; pressed again (or any key) they stop it.
+    private func seeking(_ begin: (ApplicationMusicPlayer) -> Void) {
+        let status = player.state.playbackStatus
+        if status == .seekingForward || status == .seekingBackward {
+            player.endSeeking()
+        } else {
+            begin(player)
         }
     }
 
-    private func handle(_ event: AudioEngineEvent) {
+    private func handle(_ event: ApplicationMusicPlayer.Event) {
         switch event {
-        case .entryStarted(let token, _):
+        case .entryStarted(let entry):
             if state.withLock({ state in defer { state.headerShown = true }; return !state.headerShown }) {
                 printHeader()
             }
-            let index = Int(token.rawValue) - 1
-            let info = items[index].title == nil ? try? AudioFileDecoder.info(path: paths[index]) : nil
-            state.withLock { state in
-                state.current = index
-                state.infos[index] = info
-            }
-            print(line: "▶ [\(index + 1)/\(paths.count)] \(describe(index: index, info: info))")
-        case .entryFailed(let token, let error):
+            state.withLock { $0.started += 1 }
+            print(line: "▶ \(position(of: entry)) \(describe(entry))")
+        case .entryFailed(let entry, let reason):
             state.withLock { $0.failures += 1 }
-            print(line: "✗ [\(token.rawValue)/\(paths.count)] skipped: \(error)", toStandardError: true)
+            let what = entry.map { "\(position(of: $0)) skipped “\($0.title)”" } ?? "skipped an entry"
+            print(line: "✗ \(what): \(reason)", toStandardError: true)
         case .queueFinished:
             finish(.success)
-        case .deviceFailed(let error):
-            print(line: "musickit play: \(error)", toStandardError: true)
+        case .interrupted(let reason):
+            print(line: "musickit play: \(reason)", toStandardError: true)
             finish(.deviceError)
-        case .underrun(let total):
-            if !interactive { print(line: "underrun (\(total) so far)", toStandardError: true) }
-        case .xrun(let total):
-            if !interactive { print(line: "device xrun recovered (\(total) so far)", toStandardError: true) }
-        case .entryFinished:
-            break
+        }
+    }
+
+    /// "[2/12]": where the entry is in the queue.
+    private func position(of entry: MusicPlayer.Queue.Entry) -> String {
+        let entries = player.queue.entries
+        guard let index = entries.firstIndex(where: { $0.id == entry.id }) else { return "[\(entries.count)]" }
+        return "[\(index + 1)/\(entries.count)]"
+    }
+
+    private func describe(_ entry: MusicPlayer.Queue.Entry) -> String {
+        var text = entry.title
+        if let subtitle = entry.subtitle { text += " — \(subtitle)" }
+        if let duration = duration(of: entry) { text += "  \(formatTime(duration))" }
+        return text
+    }
+
+    private func duration(of entry: MusicPlayer.Queue.Entry) -> TimeInterval? {
+        switch entry.item {
+        case .song(let song)?: song.duration
+        case .musicVideo(let video)?: video.duration
+        case nil: nil
         }
     }
 
     /// What the device agreed to; printed when the first entry is heard.
     private func printHeader() {
-        let statistics = engine.statistics
+        let statistics = player.engineStatistics
         guard let device = statistics.device else { return }
-        print(line: "playing \(paths.count) entr\(paths.count == 1 ? "y" : "ies") on '\(engine.configuration.deviceName)' "
+        print(line: "playing on '\(player.engineConfiguration.deviceName)' "
             + "(\(device.sampleRate) Hz, \(device.channelCount) ch, \(device.sampleFormat.rawValue), "
             + "period \(device.periodSizeInFrames), buffer \(device.bufferSizeInFrames) frames"
             + "\(statistics.isRealtime ? ", real-time thread" : ""))")
-    }
-
-    private func describe(index: Int, info: AudioFileInfo?) -> String {
-        if let title = items[index].title {
-            return title + (items[index].subtitle.map { " — \($0)" } ?? "") + "  \(formatTime(items[index].duration ?? 0))"
-        }
-        let file = (paths[index] as NSString).lastPathComponent
-        guard let info else { return file }
-        var text = info.title ?? file
-        if let artist = info.artist { text += " — \(artist)" }
-        if let album = info.album { text += " (\(album))" }
-        return text + "  \(formatTime(info.duration))"
     }
 
     // MARK: Output
@@ -207,15 +283,27 @@ final class FilePlaybackSession: @unchecked Sendable {
 
     private func drawStatusLine() {
         guard interactive else { return }
-        let position = engine.position
-        let (duration, paused) = state.withLock { state -> (Double?, Bool) in
-            state.statusLineShown = true
-            return (state.current.flatMap { state.infos[$0]?.duration ?? items[$0].duration }, false)
+        state.withLock { $0.statusLineShown = true }
+        let entry = player.queue.currentEntry
+        let status: String = switch player.state.playbackStatus {
+        case .playing: "▶"
+        case .paused: "⏸"
+        case .stopped: "■"
+        case .interrupted: "!"
+        case .seekingForward: "⏩"
+        case .seekingBackward: "⏪"
         }
-        _ = paused
-        let status = engine.status == .paused ? "paused " : "playing"
-        let time = "\(formatTime(position.seconds)) / \(duration.map(formatTime) ?? "--:--")"
-        Console.out("\r\u{1B}[2K  \(status)  \(time)   [space] pause  [n]ext  [p]rev  [←/→] seek  [q]uit")
+        let time = "\(formatTime(player.playbackTime)) / \(entry.flatMap(duration(of:)).map(formatTime) ?? "--:--")"
+        var modes: [String] = []
+        switch player.state.repeatMode ?? .none {
+        case .all: modes.append("repeat all")
+        case .one: modes.append("repeat one")
+        case .none: break
+        }
+        if player.state.shuffleMode == .songs { modes.append("shuffle") }
+        let title = entry.map { String($0.title.prefix(40)) } ?? ""
+        Console.out("\r\u{1B}[2K  \(status) \(title)  \(time)\(modes.isEmpty ? "" : "  [" + modes.joined(separator: ", ") + "]")"
+                    + "   space n p ←/→ f b r s q")
     }
 
     private func clearStatusLine() {

@@ -1,92 +1,102 @@
 import Foundation
 import MusicKit
 
-/// One thing `musickit play` will play: a file, with what to show for it.
-struct PlayItem: Sendable {
-    var path: String
-    var title: String?
-    var subtitle: String?
-    var duration: TimeInterval?
-}
-
-/// Turns `musickit play` arguments into files: existing files as they are; catalog song,
-/// album or playlist IDs; anything else is a search term whose best match (an album, a
-/// playlist or a song) is played.
+/// Turns `musickit play` arguments into playable items: existing files as songs of their
+/// own; catalog song, album and playlist IDs; library IDs (`i.`, `l.`, `p.`); anything else
+/// is a search term whose best match (an album, a playlist or a song) is played.
 enum PlayResolution {
     struct NotFound: Error, CustomStringConvertible {
         let term: String
-        var description: String { "nothing in the catalog matches \"\(term)\"" }
+        var description: String { "nothing in the catalog or the library matches \"\(term)\"" }
     }
 
-    static func resolve(_ arguments: [String]) throws -> [PlayItem] {
-        var items: [PlayItem] = []
+    static func resolve(_ arguments: [String]) throws -> [any PlayableMusicItem] {
+        var items: [any PlayableMusicItem] = []
         var words: [String] = []
         var catalogReady = false
         for argument in arguments {
-            if FileManager.default.fileExists(atPath: argument) {
-                items.append(PlayItem(path: argument))
+            if isFile(argument) {
+                // A missing file still becomes an entry: the player skips it and says why.
+                items.append(Song(fileURL: URL(fileURLWithPath: argument)))
                 continue
             }
             if !catalogReady {
                 try prepareCatalog()
                 catalogReady = true
             }
-            if looksLikeID(argument), let found = try waitFor({ try await lookUp(MusicItemID(argument)) }) {
-                items += found
-            } else if argument.contains("/") || argument.hasSuffix(".flac") || argument.hasSuffix(".ogg")
-                        || argument.hasSuffix(".mp3") || argument.hasSuffix(".wav") {
-                items.append(PlayItem(path: argument))  // a missing file: the engine reports it
-            } else {
-                words.append(argument)
+            if looksLikeID(argument) {
+                let id = MusicItemID(argument)
+                if let found = try waitFor({ try await lookUp(id) }) {
+                    items.append(found.item)
+                    continue
+                }
+                throw NotFound(term: argument)
             }
+            words.append(argument)
         }
         if !words.isEmpty {
             let term = words.joined(separator: " ")
-            guard let found = try waitFor({ try await search(term) }), !found.isEmpty else { throw NotFound(term: term) }
-            items += found
+            guard let found = try waitFor({ try await search(term) }) else { throw NotFound(term: term) }
+            items.append(found.item)
         }
         return items
+    }
+
+    /// An existing file, or what can only be meant as one (a path, an audio extension).
+    static func isFile(_ text: String) -> Bool {
+        FileManager.default.fileExists(atPath: text) || text.contains("/")
+            || ["flac", "ogg", "oga", "opus", "mp3", "wav", "aiff", "aif"].contains((text as NSString).pathExtension.lowercased())
     }
 
     private static func looksLikeID(_ text: String) -> Bool {
         text.allSatisfy(\.isNumber) || text.hasPrefix("pl.") || text.hasPrefix("i.") || text.hasPrefix("l.") || text.hasPrefix("p.")
     }
 
-    static func items(_ songs: [Song]) -> [PlayItem] {
-        songs.compactMap { song in
-            guard let url = song.previewAssets?.first?.url else { return nil }
-            return PlayItem(path: url.isFileURL ? url.path : url.absoluteString, title: song.title,
-                            subtitle: [song.artistName, song.albumTitle].compactMap { $0 }.joined(separator: " — "),
-                            duration: song.duration)
-        }
+    /// A resolved item (boxed: `any PlayableMusicItem` crosses the task boundary).
+    struct Found: @unchecked Sendable {
+        // @unchecked: every PlayableMusicItem of this framework is a Sendable value type.
+        let item: any PlayableMusicItem
     }
 
-    private static func songs(of tracks: MusicItemCollection<Track>?) -> [Song] {
-        (tracks ?? []).compactMap { if case .song(let song) = $0 { song } else { nil } }
-    }
-
-    private static func lookUp(_ id: MusicItemID) async throws -> [PlayItem]? {
+    private static func lookUp(_ id: MusicItemID) async throws -> Found? {
+        if ["i.", "l.", "p."].contains(where: { id.rawValue.hasPrefix($0) }) { return try await lookUpInLibrary(id) }
         if let song = try await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: id).response().items.first {
-            return items([song])
+            return Found(item: song)
         }
-        var albums = MusicCatalogResourceRequest<Album>(matching: \.id, equalTo: id)
-        albums.properties = [.tracks]
-        if let album = try await albums.response().items.first { return items(songs(of: album.tracks)) }
-        var playlists = MusicCatalogResourceRequest<Playlist>(matching: \.id, equalTo: id)
-        playlists.properties = [.tracks]
-        if let playlist = try await playlists.response().items.first { return items(songs(of: playlist.tracks)) }
+        if let album = try await MusicCatalogResourceRequest<Album>(matching: \.id, equalTo: id).response().items.first {
+            return Found(item: album)
+        }
+        if let playlist = try await MusicCatalogResourceRequest<Playlist>(matching: \.id, equalTo: id).response().items.first {
+            return Found(item: playlist)
+        }
         return nil
     }
 
-    private static func search(_ term: String) async throws -> [PlayItem]? {
+    private static func lookUpInLibrary(_ id: MusicItemID) async throws -> Found? {
+        if id.rawValue.hasPrefix("i.") {
+            var request = MusicLibraryRequest<Song>()
+            request.filter(matching: \.id, equalTo: id)
+            return try await request.response().items.first.map { Found(item: $0) }
+        }
+        if id.rawValue.hasPrefix("l.") {
+            var request = MusicLibraryRequest<Album>()
+            request.filter(matching: \.id, equalTo: id)
+            return try await request.response().items.first.map { Found(item: $0) }
+        }
+        var request = MusicLibraryRequest<Playlist>()
+        request.filter(matching: \.id, equalTo: id)
+        return try await request.response().items.first.map { Found(item: $0) }
+    }
+
+    private static func search(_ term: String) async throws -> Found? {
         var request = MusicCatalogSearchRequest(term: term, types: [Album.self, Playlist.self, Song.self])
         request.includeTopResults = true
         request.limit = 5
         let response = try await request.response()
         switch response.topResults.first {
-        case .album(let album)?: return items(songs(of: try await album.with([.tracks]).tracks))
-        case .playlist(let playlist)?: return items(songs(of: try await playlist.with([.tracks]).tracks))
-        case .song(let song)?: return items([song])
+        case .album(let album)?: return Found(item: album)
+        case .playlist(let playlist)?: return Found(item: playlist)
+        case .song(let song)?: return Found(item: song)
         default: return nil
         }
     }

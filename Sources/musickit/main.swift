@@ -11,7 +11,7 @@ struct Command: Sendable {
 }
 
 let commands: [Command] = [
-    Command(name: "play", summary: "play audio files through the speakers, gaplessly",
+    Command(name: "play", summary: "play songs, albums, playlists and files through the speakers, gaplessly",
             help: PlayCommand.help, run: PlayCommand.run),
     Command(name: "search", summary: "search the catalog", help: SearchCommand.help, run: SearchCommand.run),
     Command(name: "catalog", summary: "look catalog items up by ID; import catalog documents",

@@ -135,7 +135,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.contains("[1/3] First Tone — Test Tones") }, result.out)
         XCTAssertTrue(lines.contains { $0.contains("[3/3] Last Tone — Test Tones") }, result.out)
         XCTAssertLessThan(lines.firstIndex { $0.contains("[1/3]") }!, lines.firstIndex { $0.contains("[3/3]") }!)
-        XCTAssertTrue(result.err.contains("[2/3] skipped: \(broken.path): corrupt"), result.err)
+        XCTAssertTrue(result.err.contains("[2/3] skipped “broken”: \(broken.path): corrupt"), result.err)
     }
 
     func testSignalsSkipAndInterrupt() throws {
@@ -226,11 +226,32 @@ final class CommandLineTests: XCTestCase {
 
     func testPlayResolvesACatalogSearchTerm() throws {
         let device = try sinkDevice()
-        let result = try run(["play", "--no-ui", "--device", device, "gapless", "demo"], environment: try isolatedEnvironment()) { process in
+        var environment = try isolatedEnvironment()
+        environment["MUSICKIT_AUTHORIZATION"] = "authorized"
+        let result = try run(["play", "--no-ui", "--device", device, "gapless", "demo"], environment: environment) { process in
             usleep(1_500_000)
             kill(process.processIdentifier, SIGINT)
         }
         XCTAssertEqual(result.code, 130)
         XCTAssertTrue(result.out.contains("▶ [1/3] Through Space, part 1 — Maxstack"), result.out)
+    }
+
+    func testCatalogContentNeedsAccessAndASubscription() throws {
+        let environment = try isolatedEnvironment()
+        let unauthorized = try run(["play", "--no-ui", "--device", "null", "1762000001"], environment: environment)
+        XCTAssertEqual(unauthorized.code, 1)
+        XCTAssertTrue(unauthorized.err.contains("musickit authorize musickit --allow"), unauthorized.err)
+
+        XCTAssertEqual(try run(["authorize", "musickit", "--allow"], environment: environment).code, 0)
+        XCTAssertEqual(try run(["account", "--subscription", "none"], environment: environment).code, 0)
+        let unsubscribed = try run(["play", "--no-ui", "--device", "null", "1762000001"], environment: environment)
+        XCTAssertEqual(unsubscribed.code, 4)
+        XCTAssertTrue(unsubscribed.err.contains("needs a subscription"), unsubscribed.err)
+    }
+
+    func testPlayOptionsAreChecked() throws {
+        let result = try run(["play", "--repeat", "sometimes", "a.flac"])
+        XCTAssertEqual(result.code, 2)
+        XCTAssertTrue(result.err.contains("--repeat takes none, one or all"), result.err)
     }
 }

@@ -139,6 +139,9 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
     }
 
+    /// What the engine's device agreed to, its underruns and skips (Linux addition).
+    public var engineStatistics: AudioEngineStatistics { engine.statistics }
+
     /// The queue. Setting it stops playback and keeps this queue object (views holding it
     /// see the new entries); `play()` starts the new queue at its current entry.
     public var queue: ApplicationMusicPlayer.Queue {
@@ -219,15 +222,13 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         let (contents, currentID) = playerQueue.snapshot
         guard contents.count > 0, let currentID, let index = contents.index(ofEntryID: currentID),
               let current = contents.entry(at: index) else { throw PlaybackError.emptyQueue }
-        let canPlayCatalogContent: Bool
         if PlayerQueueProvider.isCatalogContent(current.resource) {
             let subscription = try await MusicSubscription.current
             guard subscription.canPlayCatalogContent else { throw PlaybackError.subscriptionRequired(title: current.title) }
-            canPlayCatalogContent = true
+            provider.setCanPlayCatalogContent(true)
         } else {
-            canPlayCatalogContent = (try? await MusicSubscription.current)?.canPlayCatalogContent ?? false
+            provider.setCanPlayCatalogContent(nil)  // asked if a catalog entry comes later
         }
-        provider.setCanPlayCatalogContent(canPlayCatalogContent)
         provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs)
         let startTime = control.withLock { control -> TimeInterval? in
             control.failures = []

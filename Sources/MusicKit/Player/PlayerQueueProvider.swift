@@ -43,7 +43,8 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         var started: Set<UInt64> = []
         var repeatMode: MusicPlayer.RepeatMode = .none
         var shuffles = false
-        var canPlayCatalogContent = false
+        /// Whether catalog content plays; nil: not asked yet (asked when a catalog entry comes).
+        var canPlayCatalogContent: Bool?
     }
 
     private let queue: MusicPlayer.Queue
@@ -95,8 +96,16 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         state.successor.removeAll()
     }
 
-    func setCanPlayCatalogContent(_ allowed: Bool) {
+    /// Whether catalog content plays in this session; nil asks the account when the first
+    /// catalog entry comes (a queue of library songs never reads it).
+    func setCanPlayCatalogContent(_ allowed: Bool?) {
         state.withLock { $0.canPlayCatalogContent = allowed }
+    }
+
+    /// The app is authorized and the account subscribed (what `MusicSubscription.current`
+    /// says, read without suspending: the decoder thread asks).
+    static func catalogContentAllowed() -> Bool {
+        MusicAuthorization.currentStatus == .authorized && AccountStore.load().account.isSubscribed
     }
 
     /// The queue changed: answers about what comes next are decided again.
@@ -238,7 +247,10 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
     private func issue(_ entry: MusicPlayer.Queue.Entry, index: Int, in state: inout State) -> Issued {
         let token = state.nextToken
         state.nextToken += 1
-        let source = PlayerQueueProvider.source(of: entry.resource, canPlayCatalogContent: state.canPlayCatalogContent)
+        if state.canPlayCatalogContent == nil && PlayerQueueProvider.isCatalogContent(entry.resource) {
+            state.canPlayCatalogContent = PlayerQueueProvider.catalogContentAllowed()
+        }
+        let source = PlayerQueueProvider.source(of: entry.resource, canPlayCatalogContent: state.canPlayCatalogContent ?? false)
         let audio = AudioEntry(token: .init(rawValue: token), path: source.path ?? "",
                                startTime: entry.startTime, endTime: entry.endTime)
         let issued = Issued(entry: entry, audio: audio, problem: source.problem, index: index)

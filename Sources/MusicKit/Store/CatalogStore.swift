@@ -318,10 +318,12 @@ final class CatalogStore: @unchecked Sendable {
         return (rows.first?.0 ?? "", rows.map(\.1))
     }
 
-    /// How many tracks an album or playlist has (without loading them).
+    /// How many tracks an album or playlist has (without loading them). Positions run from 0
+    /// without holes, so the last one (one step down the index) gives the count.
     func trackCount(storefront: String, containerType: String, containerID: String) throws -> Int {
         try database.statement("""
-            SELECT count(*) FROM container_tracks WHERE storefront = ?1 AND container_type = ?2 AND container_id = ?3
+            SELECT coalesce(max(position) + 1, 0) FROM container_tracks
+            WHERE storefront = ?1 AND container_type = ?2 AND container_id = ?3
             """).rows([storefront, containerType, containerID]) { $0.int(0) }.first ?? 0
     }
 

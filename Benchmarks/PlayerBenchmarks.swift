@@ -1,0 +1,172 @@
+import AudioEngine
+import AudioMeasurement
+import Foundation
+import CLinux
+import Glibc
+import MusicKit
+
+/// `ApplicationMusicPlayer` measured like the engine (same sink, same recorder, same run), so
+/// what the player adds shows as a difference of medians; and a 100,000-track playlist queue:
+/// the time to start it and the memory it takes against a 1,000-track one.
+struct PlayerBenchmarks {
+    let device: String
+    let recorder: MonitorRecorder
+    let fixtures: Fixtures
+    let runs: Int
+    let report: Report
+    static let longPlaylistTracks = 100_000
+    static let shortPlaylistTracks = 1_000
+
+    private func configuration() -> AudioEngineConfiguration {
+        var configuration = AudioEngineConfiguration(deviceName: device)
+        configuration.sampleFormats = [.int16]
+        return configuration
+    }
+
+    private func settle() { Thread.sleep(forTimeInterval: 0.25) }
+
+    /// A MusicKit environment of its own: a catalog with two generated playlists whose songs
+    /// play the sweep, an authorized app, a subscribed account.
+    private func makeEnvironment(root: URL) throws -> MusicKitEnvironment {
+        let catalog = root.appendingPathComponent("assets/Catalog/us")
+        try FileManager.default.createDirectory(at: catalog, withIntermediateDirectories: true)
+        var text = "{\"storefront\":\"us\",\"data\":["
+        let tracks = Self.longPlaylistTracks
+        for index in 0..<tracks {
+            let id = 300_000_000 + index
+            text += "{\"id\":\"\(id)\",\"type\":\"songs\",\"attributes\":{\"name\":\"Track \(index)\",\"artistName\":\"Bench\","
+                + "\"durationInMillis\":3000,\"playParams\":{\"id\":\"\(id)\",\"kind\":\"song\"},"
+                + "\"previews\":[{\"url\":\"\(fixtures.sweep.absoluteString)\"}]}},"
+        }
+        for (name, count) in [("long", tracks), ("short", Self.shortPlaylistTracks)] {
+            let ids = (0..<count).map { "{\"id\":\"\(300_000_000 + $0)\",\"type\":\"songs\"}" }.joined(separator: ",")
+            text += "{\"id\":\"pl.bench-\(name)\",\"type\":\"playlists\",\"attributes\":{\"name\":\"Bench \(name)\","
+                + "\"playParams\":{\"id\":\"pl.bench-\(name)\",\"kind\":\"playlist\"}},"
+                + "\"relationships\":{\"tracks\":{\"data\":[\(ids)]}}},"
+        }
+        text.removeLast()
+        text += "]}"
+        try Data(text.utf8).write(to: catalog.appendingPathComponent("bench.json"))
+        let environment = MusicKitEnvironment(root: root.appendingPathComponent("home"),
+                                              assetsDirectory: root.appendingPathComponent("assets"),
+                                              applicationIdentifier: "musickit-bench")
+        MusicKitEnvironment.current = environment
+        _ = try MusicCatalogIndex.prepare(environment: environment)
+        try MusicAuthorizationSettings.set(.authorized, for: "musickit-bench")
+        return environment
+    }
+
+    func run() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-player-bench-\(getpid())")
+        try? FileManager.default.removeItem(at: root)
+        defer { try? FileManager.default.removeItem(at: root) }
+        progress("player: catalog with a \(Self.longPlaylistTracks)-track playlist")
+        _ = try makeEnvironment(root: root)
+        let player = ApplicationMusicPlayer(engineConfiguration: configuration())
+        timeToFirstAudio(player)
+        skipLatency(player)
+        try longPlaylist(player)
+        player.stop()
+    }
+
+    private func timeToFirstAudio(_ player: ApplicationMusicPlayer) {
+        let song = Song(fileURL: fixtures.sweep)
+        for prepared in [false, true] {
+            var values: [Double] = []
+            for _ in 0..<runs {
+                let queue = ApplicationMusicPlayer.Queue(for: [song])
+                queue.affectsListeningHistory = false
+                player.queue = queue
+                if prepared {
+                    do { try waitFor { try await player.prepareToPlay() } } catch { progress("prepare failed: \(error)"); continue }
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+                let start = monotonicNanoseconds()
+                Task { try await player.play() }
+                if let sound = recorder.firstSound(after: start) {
+                    values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+                }
+                Thread.sleep(forTimeInterval: 0.15)
+                player.stop()
+                settle()
+            }
+            report.add(Row(prepared ? "player TTFA after prepareToPlay(): play() -> sound" : "player TTFA cold: play() -> sound",
+                           unit: "ms", values: values, note: "ApplicationMusicPlayer, a library song"))
+        }
+    }
+
+    private func skipLatency(_ player: ApplicationMusicPlayer) {
+        var values: [Double] = []
+        for _ in 0..<runs {
+            let queue = ApplicationMusicPlayer.Queue(for: [Song(fileURL: fixtures.silence), Song(fileURL: fixtures.sweep)])
+            queue.affectsListeningHistory = false
+            player.queue = queue
+            do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+            Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
+            let start = monotonicNanoseconds()
+            Task { try await player.skipToNextEntry() }
+            if let sound = recorder.firstSound(after: start) {
+                values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+            player.stop()
+            settle()
+        }
+        report.add(Row("player skip: skipToNextEntry() -> next entry's sound", unit: "ms", values: values,
+                       note: "ApplicationMusicPlayer, library songs"))
+    }
+
+    /// Bytes malloc has handed out and not taken back (all threads).
+    private static func heapBytes() -> Int { Int(mallinfo2().uordblks) }
+
+    private func playlist(_ id: String) throws -> Playlist {
+        let items = try waitFor { try await MusicCatalogResourceRequest<Playlist>(matching: \.id, equalTo: MusicItemID(id)).response().items }
+        guard let playlist = items.first else { throw CocoaError(.fileNoSuchFile) }
+        return playlist
+    }
+
+    private func longPlaylist(_ player: ApplicationMusicPlayer) throws {
+        let long = try playlist("pl.bench-long")
+        let short = try playlist("pl.bench-short")
+
+        // The queue alone: time to make it with its first entry, and the heap it holds.
+        var startTimes: [Double] = []
+        var longBytes: [Double] = []
+        var shortBytes: [Double] = []
+        for _ in 0..<runs {
+            for (playlist, bytes) in [(short, 0), (long, 1)] {
+                let before = Self.heapBytes()
+                let start = monotonicNanoseconds()
+                let queue: ApplicationMusicPlayer.Queue = [playlist]
+                let title = queue.currentEntry?.title
+                let elapsed = milliseconds(from: start, to: monotonicNanoseconds())
+                let held = Double(Self.heapBytes() - before) / 1024
+                precondition(title == "Track 0" && queue.entries.count == (bytes == 1 ? Self.longPlaylistTracks : Self.shortPlaylistTracks))
+                if bytes == 1 { startTimes.append(elapsed); longBytes.append(held) } else { shortBytes.append(held) }
+                withExtendedLifetime(queue) {}
+            }
+        }
+        report.add(Row("100,000-track playlist: queue [playlist] made, its current entry read", unit: "ms",
+                       values: startTimes, note: "count from the index, one page of 64 tracks loaded"))
+        report.add(Row("heap held by a 100,000-track playlist queue", unit: "KiB", values: longBytes,
+                       note: "1,000-track queue: median \(format(Summary(shortBytes)?.median ?? .nan)) KiB"))
+
+        // Playing it: queue set -> sound.
+        var soundTimes: [Double] = []
+        for _ in 0..<runs {
+            let start = monotonicNanoseconds()
+            let queue: ApplicationMusicPlayer.Queue = [long]
+            queue.affectsListeningHistory = false
+            player.queue = queue
+            Task { try await player.play() }
+            if let sound = recorder.firstSound(after: start) {
+                soundTimes.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+            }
+            Thread.sleep(forTimeInterval: 0.15)
+            player.stop()
+            settle()
+        }
+        report.add(Row("100,000-track playlist: queue made and set, play() -> sound", unit: "ms", values: soundTimes,
+                       note: "catalog songs (subscription checked), cold device"))
+    }
+}
