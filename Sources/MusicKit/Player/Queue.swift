@@ -252,11 +252,19 @@ extension MusicPlayer {
             }
 
             /// What the entry plays.
-            public enum Item: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
-                CustomDebugStringConvertible {
+            public enum Item: MusicItem, ResourceBackedItem, Identifiable, Equatable, Hashable, Sendable, Codable,
+                CustomStringConvertible, CustomDebugStringConvertible {
                 public typealias ID = MusicItemID
                 case musicVideo(MusicVideo)
                 case song(Song)
+
+                static let resourceTypes = Track.resourceTypes
+
+                init(resource: ResourceObject) { self.init(track: Track(resource: resource)) }
+
+                var resource: ResourceObject {
+                    switch self { case .song(let song): song.resource; case .musicVideo(let video): video.resource }
+                }
 
                 public var id: MusicItemID {
                     switch self { case .song(let song): song.id; case .musicVideo(let video): video.id }

@@ -94,3 +94,4 @@ extension RadioShow: MusicPropertyContainer {}
 extension RecordLabel: MusicPropertyContainer {}
 extension Station: MusicPropertyContainer {}
 extension Genre: MusicPropertyContainer {}
+extension MusicPlayer.Queue.Entry.Item: MusicPropertyContainer {}
