@@ -39,6 +39,7 @@ public final class AudioEngine: Sendable {
 
     private struct ControlState {
         var provider: (any AudioEntryProvider)?
+        var crossfadeSeconds: Double = 0
         var session: EngineSession?
         var status: AudioEngineStatus = .stopped
     }
@@ -71,6 +72,18 @@ public final class AudioEngine: Sendable {
         control.withLock { $0.session?.decoderControl.noteQueueChanged() }
         control.withLock { $0.session?.decoderWake.signal() }
     }
+
+    /// Entries that follow each other naturally overlap for `seconds`, the first fading out
+    /// and the next in (equal power); 0 (the default) is a gapless cut. Skips and seeks cut.
+    /// Takes effect at the next boundary the decoder has not reached yet.
+    public func setCrossfade(seconds: Double) {
+        control.withLock { state in
+            state.crossfadeSeconds = max(0, seconds)
+            state.session?.decoderControl.setCrossfade(seconds: state.crossfadeSeconds)
+        }
+    }
+
+    public var crossfadeSeconds: Double { control.withLock { $0.crossfadeSeconds } }
 
     // MARK: - Transport
 
@@ -239,7 +252,8 @@ public final class AudioEngine: Sendable {
             guard let provider = state.provider else { return .failure(.noQueue) }
             do throws(AudioEngineError) {
                 let session = try EngineSession(configuration: configuration, provider: provider,
-                                                startSeconds: startSeconds) { [weak self] session, event in
+                                                startSeconds: startSeconds,
+                                                crossfadeSeconds: state.crossfadeSeconds) { [weak self] session, event in
                     self?.deliver(event, from: session)
                 }
                 state.session = session
@@ -266,7 +280,7 @@ final class EngineSession: @unchecked Sendable {
     let shared = EngineSharedState()
     let audioWake = WakeSignal()
     let decoderWake = WakeSignal()
-    let decoderControl = DecoderControl()
+    let decoderControl: DecoderControl
     let prerollSlots: [PrerollSlot]
     private let commands: Mutex<RingBuffer<AudioCommand>.Producer>
     /// Entries of the queue that could not be opened before the first that could.
@@ -281,7 +295,8 @@ final class EngineSession: @unchecked Sendable {
     static let audioThreadStartHook = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(configuration: AudioEngineConfiguration, provider: any AudioEntryProvider, startSeconds: Double,
-         onEvent: @escaping @Sendable (EngineSession, AudioEngineEvent) -> Void) throws(AudioEngineError) {
+         crossfadeSeconds: Double, onEvent: @escaping @Sendable (EngineSession, AudioEngineEvent) -> Void) throws(AudioEngineError) {
+        decoderControl = DecoderControl(crossfadeSeconds: crossfadeSeconds)
         // The first entry that opens decides the stream's rate; failures before it are reported.
         var failures: [(AudioEntry.Token, DecoderError)] = []
         var firstEntry: AudioEntry?

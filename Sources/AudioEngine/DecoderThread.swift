@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// What the control thread tells the decoder thread (not real-time: a mutex is fine here).
@@ -5,16 +6,22 @@ final class DecoderControl: Sendable {
     private struct Flags {
         var stop = false
         var queueChanged = false
+        var crossfadeSeconds: Double
     }
-    private let flags = Mutex(Flags())
+    private let flags: Mutex<Flags>
+
+    init(crossfadeSeconds: Double) {
+        flags = Mutex(Flags(crossfadeSeconds: crossfadeSeconds))
+    }
 
     func requestStop() { flags.withLock { $0.stop = true } }
     func noteQueueChanged() { flags.withLock { $0.queueChanged = true } }
+    func setCrossfade(seconds: Double) { flags.withLock { $0.crossfadeSeconds = max(0, seconds) } }
 
-    func take() -> (stop: Bool, queueChanged: Bool) {
+    func take() -> (stop: Bool, queueChanged: Bool, crossfadeSeconds: Double) {
         flags.withLock { flags in
             defer { flags.queueChanged = false }
-            return (flags.stop, flags.queueChanged)
+            return (flags.stop, flags.queueChanged, flags.crossfadeSeconds)
         }
     }
 }
@@ -53,6 +60,14 @@ struct DecoderLoop: ~Copyable {
     /// the next entry. Until then the next entry waits in the preroll slot, so that queue
     /// changes up to the last moments of an entry decide what follows it.
     private let crossingLeadFrames: Int
+
+    /// Frames (stream rate) over which an entry fades into the next one that follows it
+    /// naturally; 0 is a gapless cut.
+    private var crossfadeFrames = 0
+    /// While crossfading is on: the current entry's last decoded samples, held back from the
+    /// ring to be mixed with the next entry's first ones. `holdbackStart` is the first unwritten.
+    private var holdback: [Float] = []
+    private var holdbackStart = 0
 
     private var epoch: UInt32 = 0
     private var current: EntryDecoder?
@@ -106,6 +121,7 @@ struct DecoderLoop: ~Copyable {
         while true {
             let flags = control.take()
             if flags.stop { break }
+            crossfadeFrames = Int((flags.crossfadeSeconds * Double(streamRate)).rounded())
             if flags.queueChanged {
                 _ = retractPreroll()
                 nothingToPreroll = false
@@ -147,6 +163,8 @@ struct DecoderLoop: ~Copyable {
         switch request {
         case .continueAfterPreroll(let slot, let newEpoch):
             epoch = newEpoch
+            holdback.removeAll(keepingCapacity: true)  // the skipped entry's end is not heard
+            holdbackStart = 0
             prerollTakenByAudio = false
             endOfQueueWritten = false
             nothingToPreroll = false
@@ -202,6 +220,8 @@ struct DecoderLoop: ~Copyable {
     private mutating func resetForRequest(epoch newEpoch: UInt32) {
         epoch = newEpoch
         current = nil
+        holdback.removeAll(keepingCapacity: true)
+        holdbackStart = 0
         _ = retractPreroll()
         endOfQueueWritten = false
         nothingToPreroll = false
@@ -235,12 +255,15 @@ struct DecoderLoop: ~Copyable {
             let slot = prerollSlots[held.slot]
             held.decoder.carry = Array(UnsafeBufferPointer(start: slot.samples, count: slot.frameCount * channelCount))
                 + held.decoder.carry
+            if slot.entryFrame == 0 { mixHoldback(into: held.decoder) }
             start(held.decoder, kind: .entryStart, entryFrame: slot.entryFrame, isNatural: isNatural)
             return
         }
         while let next = provider.entry(after: lastToken.map { AudioEntry.Token(rawValue: $0) }) {
             if open(next, isNatural: isNatural) { return }
         }
+        // Nothing follows: what was held back for a crossfade plays as it is.
+        flushHoldback(keepingFrames: 0, waiting: true)
         endOfQueueWritten = true
         pushMarker(SegmentMarker(kind: .endOfQueue, ringFrame: ring.totalWritten / channelCount,
                                  token: lastToken ?? 0, entryFrame: 0, epoch: epoch, isNatural: isNatural))
@@ -253,6 +276,7 @@ struct DecoderLoop: ~Copyable {
         do {
             let decoder = try EntryDecoder(entry: entry, streamRate: streamRate,
                                            streamChannels: channelCount, chunkFrames: chunkFrames)
+            mixHoldback(into: decoder)
             start(decoder, kind: .entryStart, entryFrame: 0, isNatural: isNatural)
             return true
         } catch {
@@ -298,6 +322,13 @@ struct DecoderLoop: ~Copyable {
             advance(isNatural: true)
             return true
         }
+        if holdbackStart < holdback.count {
+            // Crossfading (or was): write what is older than the last crossfadeFrames.
+            let before = holdbackStart
+            flushHoldback(keepingFrames: crossfadeFrames, waiting: false)
+            let excess = holdback.count - holdbackStart - crossfadeFrames * channelCount
+            if excess > 0 { return holdbackStart != before }  // the ring is full: wait for room
+        }
         if decoder.isFinished && decoder.carry.isEmpty {
             // Move on only when little of this entry is left to hear (see crossingLeadFrames).
             let unreadFrames = (ring.capacity - ring.availableCount()) / channelCount
@@ -306,6 +337,11 @@ struct DecoderLoop: ~Copyable {
             return true
         }
         if !decoder.carry.isEmpty {
+            if crossfadeFrames > 0 {
+                holdback.append(contentsOf: decoder.carry)
+                decoder.carry.removeAll()
+                return true
+            }
             let written = decoder.carry.withUnsafeBufferPointer { ring.write(from: $0) }
             if written == 0 { return false }
             decoder.carry.removeFirst(written)
@@ -316,6 +352,10 @@ struct DecoderLoop: ~Copyable {
         do {
             let samples = try decoder.nextChunk()
             if samples.isEmpty { return true }  // finished: the check above moves on in time
+            if crossfadeFrames > 0 {
+                holdback.append(contentsOf: samples)
+                return true
+            }
             let written = ring.write(from: samples)
             precondition(written == samples.count, "the ring had room for a whole chunk")
             wakeAudioIfWaiting()
@@ -325,6 +365,60 @@ struct DecoderLoop: ~Copyable {
             advance(isNatural: true)
         }
         return true
+    }
+
+    // MARK: - Crossfade
+
+    /// Writes the held-back samples to the ring except the last `keepingFrames`; with
+    /// `waiting`, waits for room until they are all written (or the thread is stopped).
+    private mutating func flushHoldback(keepingFrames: Int, waiting: Bool) {
+        while holdbackStart < holdback.count - keepingFrames * channelCount {
+            let end = holdback.count - keepingFrames * channelCount
+            let written = holdback.withUnsafeBufferPointer { all in
+                ring.write(from: UnsafeBufferPointer(rebasing: all[holdbackStart..<end]))
+            }
+            holdbackStart += written
+            if written > 0 { wakeAudioIfWaiting() }
+            if written == 0 {
+                guard waiting, !control.take().stop else { break }
+                wake.wait(timeoutMilliseconds: 5)
+            }
+        }
+        if holdbackStart == holdback.count {
+            holdback.removeAll(keepingCapacity: true)
+            holdbackStart = 0
+        } else if holdbackStart > 1 << 16 {
+            holdback.removeFirst(holdbackStart)
+            holdbackStart = 0
+        }
+    }
+
+    /// Starts `next` over the held-back end of the entry before it: the two overlap for as many
+    /// frames as were held back, the old one fading out and the new one in (equal power).
+    private mutating func mixHoldback(into next: EntryDecoder) {
+        let tail = Array(holdback[holdbackStart...])
+        holdback.removeAll(keepingCapacity: true)
+        holdbackStart = 0
+        guard !tail.isEmpty else { return }
+        // The next entry's first frames, as many as the tail has.
+        var head = next.carry
+        next.carry = []
+        while head.count < tail.count && !next.isFinished {
+            guard let chunk = try? next.nextChunk() else { break }
+            head.append(contentsOf: chunk)
+        }
+        let overlap = min(tail.count, head.count) / channelCount
+        var mixed = [Float](repeating: 0, count: max(tail.count, overlap * channelCount))
+        for frame in 0..<(tail.count / channelCount) {
+            let progress = overlap > 0 ? Float(frame) / Float(overlap) : 1
+            let fadeOut = frame < overlap ? cos(progress * .pi / 2) : 1
+            let fadeIn = frame < overlap ? sin(progress * .pi / 2) : 0
+            for channel in 0..<channelCount {
+                let index = frame * channelCount + channel
+                mixed[index] = tail[index] * fadeOut + (frame < overlap ? head[index] * fadeIn : 0)
+            }
+        }
+        next.carry = mixed + head.dropFirst(overlap * channelCount)
     }
 
     private func wakeAudioIfWaiting() {

@@ -9,13 +9,15 @@ enum PlayCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--device", valueName: "NAME",
                         help: "ALSA playback device (default: $MUSICKIT_AUDIO_DEVICE or default; see `aplay -L`)"),
-                  .init(name: "--repeat", valueName: "none|one|all", help: "repeat mode to start with (default none)")],
+                  .init(name: "--repeat", valueName: "none|one|all", help: "repeat mode to start with (default none)"),
+                  .init(name: "--crossfade", valueName: "SECONDS", help: "overlap entries by 1-12 s, fading (default: gapless)")],
         flags: [.init(name: "--shuffle", help: "shuffle the songs"),
                 .init(name: "--no-ui", help: "no keys and no live status line; one line per event (for scripts)")],
         positionalName: "FILE|ID|TERM...", minimumPositionals: 1)
 
     static let help = """
-    usage: musickit play [--device NAME] [--repeat none|one|all] [--shuffle] [--no-ui] FILE|ID|TERM...
+    usage: musickit play [--device NAME] [--repeat none|one|all] [--shuffle] [--crossfade SECONDS] [--no-ui]
+                         FILE|ID|TERM...
 
     Plays through ApplicationMusicPlayer, one entry after the other without a gap: audio files
     (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...), catalog songs, albums and playlists by ID, library
@@ -54,6 +56,14 @@ enum PlayCommand {
             Console.error("musickit play: --repeat takes none, one or all, not \"\(other)\"\n\n\(help)\n")
             return .usage
         }
+        var transition = MusicPlayer.Transition.none
+        if let text = parsed.option("--crossfade") {
+            guard let seconds = Double(text), seconds >= 1, seconds <= 12 else {
+                Console.error("musickit play: --crossfade takes seconds from 1 to 12, not \"\(text)\"\n\n\(help)\n")
+                return .usage
+            }
+            transition = .crossfade(duration: seconds)
+        }
         // Anything but files is catalog or library content: the app needs access.
         if parsed.positionals.contains(where: { !PlayResolution.isFile($0) }),
            let refused = requireAuthorization("play") {
@@ -73,6 +83,7 @@ enum PlayCommand {
         if let device = parsed.option("--device") { player.engineConfiguration.deviceName = device }
         player.state.repeatMode = repeatMode
         player.state.shuffleMode = parsed.has("--shuffle") ? .songs : .off
+        player.transition = transition
         let interactive = !parsed.has("--no-ui") && Console.isInteractive
         return PlayerSession(player: player, interactive: interactive).run(items)
     }

@@ -65,6 +65,46 @@ final class EngineCaptureTests: XCTestCase {
         XCTAssertFalse(events.contains { if case .underrun = $0 { true } else { false } })
     }
 
+    /// With a crossfade, the end of one entry and the start of the next overlap: the old fades
+    /// out while the new fades in (equal power); outside the overlap both are bit-exact.
+    func testACrossfadeOverlapsTheEndOfAnEntryWithTheStartOfTheNext() throws {
+        let first = TestSignal.tone(hz: 440, frames: 30_000, sampleRate: 44_100, channels: 2)
+        let second = TestSignal.tone(hz: 660, frames: 30_000, sampleRate: 44_100, channels: 2)
+        let paths = try album(first + second, cuts: [30_000])
+        let overlap = 11_025  // 0.25 s
+        var configuration = captureConfiguration(captureURL)
+        configuration.sampleRate = 44_100
+        let engine = AudioEngine(configuration: configuration)
+        engine.setCrossfade(seconds: 0.25)
+        XCTAssertEqual(engine.crossfadeSeconds, 0.25)
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.play()
+        recorder.waitForQueueFinished()
+        engine.stop()
+        let capture = trimmingTrailingSilence(try readCapture(captureURL))
+
+        let mixStart = 30_000 - overlap
+        XCTAssertEqual(capture.count, (60_000 - overlap) * 2, "the overlap shortens the queue by its length")
+        XCTAssertEqual(Array(capture[..<(mixStart * 2)]), Array(TestSignal.int16(first)[..<(mixStart * 2)]),
+                       "the first entry before the overlap is untouched")
+        XCTAssertEqual(Array(capture[(30_000 * 2)...]), Array(TestSignal.int16(second)[(overlap * 2)...]),
+                       "the second entry after the overlap is untouched")
+        var largestError = 0
+        for frame in 0..<overlap {
+            let progress = Float(frame) / Float(overlap)
+            for channel in 0..<2 {
+                let mixed = first[(mixStart + frame) * 2 + channel] * cos(progress * .pi / 2)
+                    + second[frame * 2 + channel] * sin(progress * .pi / 2)
+                let expected = Int(TestSignal.int16([mixed])[0])
+                largestError = max(largestError, abs(Int(capture[(mixStart + frame) * 2 + channel]) - expected))
+            }
+        }
+        XCTAssertLessThanOrEqual(largestError, 1, "the overlap is the equal-power mix of the two")
+        XCTAssertTrue(recorder.events.contains(.entryStarted(.init(rawValue: 2), streamFrame: mixStart)),
+                      "the next entry is heard from the start of the overlap: \(recorder.events)")
+    }
+
     func testBundledGaplessAlbumPlaysAsOneContinuousRecording() throws {
         // Assets/Albums/through-space-gapless: 24 s of one recording cut into three FLAC tracks.
         let album = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -76,6 +76,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var engine: AudioEngine
         var intent: Intent = .stopped
         var startWaiters: [CheckedContinuation<Void, any Error>] = []
+        /// Skips waiting for the entry they go to to be heard.
+        var entryWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         /// Why entries failed since `play()` started the queue (for its error).
         var failures: [String] = []
         var heardToken: AudioEntry.Token?
@@ -85,6 +87,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         /// pre-decoded next entry may be the old one, so the next skip asks again.
         var nextMayBeStale = false
         var seeking: Seeking?
+        var transition: MusicPlayer.Transition = .none
         var listeners: [UUID: AsyncStream<Event>.Continuation] = [:]
     }
 
@@ -117,6 +120,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     private func attach(_ engine: AudioEngine) {
         engine.setQueue(provider)
+        engine.setCrossfade(seconds: control.withLock { $0.transition }.overlapSeconds)
         engine.setEventHandler { [weak self] event in
             guard let self else { return }
             eventQueue.async { self.handle(event) }
@@ -136,6 +140,16 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             old.stop()
             attach(engine)
             state.setPlaybackStatus(.stopped)
+        }
+    }
+
+    /// How an entry gives way to the next one: `.none` (gapless, the default) or a crossfade.
+    /// Skips and jumps cut; a change applies from the next boundary not yet decoded.
+    public var transition: MusicPlayer.Transition {
+        get { control.withLock { $0.transition } }
+        set {
+            control.withLock { $0.transition = newValue }
+            engine.setCrossfade(seconds: newValue.overlapSeconds)
         }
     }
 
@@ -277,6 +291,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
         engine.stop()
         for waiter in waiters { waiter.resume(throwing: CancellationError()) }
+        resumeEntryWaiters()
     }
 
     /// Whether the engine has a stream open (playing, paused or prepared).
@@ -310,23 +325,42 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             // From the entry a jump is headed for (not heard yet), or out of a repeated entry
             // (repeat one repeats at the end of an entry; a skip goes on).
             guard let id = pendingJump ?? heardEntry.entry?.id, let index = contents.index(ofEntryID: id) else {
-                engine.skipToNextEntry()
+                await waitForEntryChange { engine.skipToNextEntry() }
                 return
             }
             let next = contents.entry(at: index + 1) ?? (state.repeatMode == MusicPlayer.RepeatMode.none ? nil : contents.entry(at: 0))
-            if let next {
-                provider.jump(to: next.id)
-                engine.skipToNextEntryAskingProvider()
-            } else {
+            guard let next else {
                 stop()
+                return
             }
+            provider.jump(to: next.id)
+            await waitForEntryChange { engine.skipToNextEntryAskingProvider() }
             return
         }
-        if control.withLock({ control in defer { control.nextMayBeStale = false }; return control.nextMayBeStale }) {
-            engine.skipToNextEntryAskingProvider()
-        } else {
-            engine.skipToNextEntry()
+        let asking = control.withLock { control in defer { control.nextMayBeStale = false }; return control.nextMayBeStale }
+        await waitForEntryChange { asking ? engine.skipToNextEntryAskingProvider() : engine.skipToNextEntry() }
+    }
+
+    /// Runs `skip` and waits until the entry it goes to is heard (so that `queue.currentEntry`
+    /// is that entry when a skip returns), the queue ends, playback stops, or 2 s pass.
+    private func waitForEntryChange(_ skip: () -> Void) async {
+        let id = UUID()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            control.withLock { $0.entryWaiters[id] = continuation }
+            skip()
+            Task { [weak self] in
+                try? await Task.sleep(for: .seconds(2))
+                self?.control.withLock { $0.entryWaiters.removeValue(forKey: id) }?.resume()
+            }
         }
+    }
+
+    private func resumeEntryWaiters() {
+        let waiters = control.withLock { control in
+            defer { control.entryWaiters = [:] }
+            return control.entryWaiters
+        }
+        for waiter in waiters.values { waiter.resume() }
     }
 
     /// The previous entry, or the start of this one when it has played for more than
@@ -351,7 +385,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
         if isStreamOpen {
             provider.jump(to: previous.id)
-            engine.skipToNextEntryAskingProvider()
+            await waitForEntryChange { engine.skipToNextEntryAskingProvider() }
         } else {
             playerQueue.setCurrentEntryID(previous.id)
             control.withLock { $0.pendingStartTime = nil }
@@ -494,6 +528,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             }
             if intent == .playing && !seeking { state.setPlaybackStatus(.playing) }
             for waiter in waiters { waiter.resume() }
+            if isNewEntry { resumeEntryWaiters() }
             if isNewEntry {
                 recordInHistory(issued.entry)
                 emit(.entryStarted(issued.entry))
@@ -514,6 +549,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             playerQueue.setCurrentEntryID(playerQueue.snapshot.contents.entry(at: 0)?.id)
             state.setPlaybackStatus(.stopped)
             for waiter in waiters { waiter.resume(throwing: PlaybackError.nothingPlayable(failures)) }
+            resumeEntryWaiters()
             emit(.queueFinished)
         case .deviceFailed(let error):
             let waiters = control.withLock { control in
@@ -524,6 +560,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             endSeekingTimer()
             state.setPlaybackStatus(.interrupted)
             for waiter in waiters { waiter.resume(throwing: PlaybackError.audioDevice(error.description)) }
+            resumeEntryWaiters()
             emit(.interrupted(reason: error.description))
         case .entryFinished, .underrun, .xrun:
             break

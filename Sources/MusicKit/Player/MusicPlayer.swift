@@ -162,3 +162,57 @@ public class MusicPlayer: @unchecked Sendable {
 
     public func endSeeking() {}
 }
+
+extension MusicPlayer {
+    /// How one entry gives way to the next when it ends: a gapless cut, or a crossfade.
+    public enum Transition: Equatable, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+        /// The next entry starts right after the last frame of this one (gapless).
+        case none
+        /// The two overlap: this one fades out while the next fades in.
+        case crossfade(options: CrossfadeOptions)
+
+        /// A crossfade of the default length (6 s).
+        public static let crossfade = Transition.crossfade(options: CrossfadeOptions())
+
+        /// A crossfade of `duration` seconds (nil: the default, 6 s).
+        public static func crossfade(duration: TimeInterval?) -> Transition {
+            .crossfade(options: CrossfadeOptions(duration: duration))
+        }
+
+        /// How long a crossfade lasts.
+        public struct CrossfadeOptions: Equatable, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+            let duration: TimeInterval?
+
+            /// `duration` in seconds, from 1 to 12 as in the Music app's setting (nil: 6).
+            public init(duration: TimeInterval? = nil) {
+                self.duration = duration
+            }
+
+            static let defaultDuration: TimeInterval = 6
+
+            /// The length in seconds the player uses.
+            var seconds: TimeInterval { min(max(duration ?? CrossfadeOptions.defaultDuration, 1), 12) }
+
+            public var description: String {
+                "CrossfadeOptions(duration: \(duration.map { "\($0) s" } ?? "default"))"
+            }
+            public var debugDescription: String { description }
+        }
+
+        /// Seconds of overlap: 0 for `.none`.
+        var overlapSeconds: TimeInterval {
+            switch self {
+            case .none: 0
+            case .crossfade(let options): options.seconds
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .none: "Transition.none"
+            case .crossfade(let options): "Transition.crossfade(\(options))"
+            }
+        }
+        public var debugDescription: String { description }
+    }
+}

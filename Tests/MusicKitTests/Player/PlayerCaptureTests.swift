@@ -2,6 +2,7 @@ import AudioEngine
 import AudioTestSupport
 import Foundation
 @testable import MusicKit
+import Observation
 import XCTest
 
 /// `ApplicationMusicPlayer` into ALSA's `file` capture: what the player wrote, bit for bit,
@@ -66,6 +67,57 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(Array(again.startedTitles.prefix(5)), ["Tone 1", "Tone 2", "Tone 1", "Tone 2", "Tone 1"])
         let second = TestSignal.int16(signals[1])
         XCTAssertEqual(Array(try captured().prefix(2 * (once.count + second.count))), once + second + once + second)
+    }
+
+    func testACrossfadeTransitionOverlapsTheEntries() async throws {
+        let (songs, signals) = try GeneratedSongs.tones([440, 660], frames: 88_200, into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        XCTAssertEqual(player.transition, .none, "gapless by default")
+        player.transition = .crossfade(duration: 1)
+        XCTAssertEqual(player.transition, .crossfade(options: .init(duration: 1)))
+        XCTAssertEqual(MusicPlayer.Transition.crossfade, .crossfade(options: .init()))
+        XCTAssertEqual(MusicPlayer.Transition.crossfade(duration: nil).overlapSeconds, 6, "the default length")
+        XCTAssertEqual(MusicPlayer.Transition.crossfade(duration: 30).overlapSeconds, 12, "at most 12 s, as in Music")
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        let capture = try captured()
+        XCTAssertEqual(capture.count, (2 * 88_200 - 44_100) * 2, "one second of overlap")
+        XCTAssertEqual(Array(capture.prefix(44_100 * 2)), Array(TestSignal.int16(signals[0]).prefix(44_100 * 2)))
+        XCTAssertEqual(Array(capture.suffix(44_100 * 2)), Array(TestSignal.int16(signals[1]).suffix(44_100 * 2)))
+        XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 2"])
+    }
+
+    /// The README's example, as it is written there (between the markers), on the capture device.
+    func testTheREADMEExampleRuns() async throws {
+        ApplicationMusicPlayer.shared.engineConfiguration = captureConfiguration(capture)
+        addTeardownBlock { ApplicationMusicPlayer.shared.stop() }
+        let log = PlayerEventLog(ApplicationMusicPlayer.shared)
+        // README example begins
+        guard await MusicAuthorization.request() == .authorized else { return }
+        let subscription = try await MusicSubscription.current
+
+        var request = MusicCatalogResourceRequest<Song>(matching: \.id, memberOf: ["1762000001", "1762000017"])
+        request.options = [.findEquivalents]            // IDs from another storefront answer with this one's
+        let songs = try await request.response().items
+
+        let player = ApplicationMusicPlayer.shared
+        if subscription.canPlayCatalogContent {
+            player.queue = ApplicationMusicPlayer.Queue(for: songs)
+            try await player.play()                      // returns once the first entry is heard
+        }
+        withObservationTracking {
+            print(player.queue.currentEntry?.title ?? "", player.state.playbackStatus)
+        } onChange: {
+            print("the next entry is heard, or playback paused")
+        }
+        try await player.skipToNextEntry()               // from the pre-decoded next entry
+        try await player.queue.insert(songs[0], position: .afterCurrentEntry)
+        // README example ends
+        await log.wait("both songs") { $0.startedTitles.count >= 2 }
+        XCTAssertEqual(Array(log.startedTitles.prefix(2)), songs.map(\.title))
+        XCTAssertEqual(player.queue.entries.count, 3)
     }
 
     func testShufflePlaysEveryEntryOnceInAnotherOrder() async throws {
