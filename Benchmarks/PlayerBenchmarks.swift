@@ -25,6 +25,26 @@ struct PlayerBenchmarks {
 
     private func settle() { Thread.sleep(forTimeInterval: 0.25) }
 
+    /// Milliseconds from `action` (a player call, not awaited) to the first sound at the
+    /// monitor; then playback stops and the sink goes quiet. Nil when no sound came.
+    private func millisecondsToSound(_ player: ApplicationMusicPlayer,
+                                     _ action: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void) -> Double? {
+        let start = monotonicNanoseconds()
+        Task { try await action(player) }
+        let sound = recorder.firstSound(after: start)
+        Thread.sleep(forTimeInterval: 0.15)
+        player.stop()
+        settle()
+        return sound.map { milliseconds(from: start, to: $0.arrivalNanoseconds) }
+    }
+
+    /// A queue of `songs` kept out of the listening history.
+    private static func queue(_ items: [Song]) -> ApplicationMusicPlayer.Queue {
+        let queue = ApplicationMusicPlayer.Queue(for: items)
+        queue.affectsListeningHistory = false
+        return queue
+    }
+
     /// A MusicKit environment of its own: a catalog with two generated playlists whose songs
     /// play the sweep, an authorized app, a subscribed account.
     private func makeEnvironment(root: URL) throws -> MusicKitEnvironment {
@@ -74,21 +94,12 @@ struct PlayerBenchmarks {
         for prepared in [false, true] {
             var values: [Double] = []
             for _ in 0..<runs {
-                let queue = ApplicationMusicPlayer.Queue(for: [song])
-                queue.affectsListeningHistory = false
-                player.queue = queue
+                player.queue = Self.queue([song])
                 if prepared {
                     do { try waitFor { try await player.prepareToPlay() } } catch { progress("prepare failed: \(error)"); continue }
                     Thread.sleep(forTimeInterval: 0.2)
                 }
-                let start = monotonicNanoseconds()
-                Task { try await player.play() }
-                if let sound = recorder.firstSound(after: start) {
-                    values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-                }
-                Thread.sleep(forTimeInterval: 0.15)
-                player.stop()
-                settle()
+                if let value = millisecondsToSound(player, { try await $0.play() }) { values.append(value) }
             }
             report.add(Row(prepared ? "player TTFA after prepareToPlay(): play() -> sound" : "player TTFA cold: play() -> sound",
                            unit: "ms", values: values, note: "ApplicationMusicPlayer, a library song"))
@@ -98,19 +109,10 @@ struct PlayerBenchmarks {
     private func skipLatency(_ player: ApplicationMusicPlayer) {
         var values: [Double] = []
         for _ in 0..<runs {
-            let queue = ApplicationMusicPlayer.Queue(for: [Song(fileURL: fixtures.silence), Song(fileURL: fixtures.sweep)])
-            queue.affectsListeningHistory = false
-            player.queue = queue
+            player.queue = Self.queue([Song(fileURL: fixtures.silence), Song(fileURL: fixtures.sweep)])
             do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
             Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
-            let start = monotonicNanoseconds()
-            Task { try await player.skipToNextEntry() }
-            if let sound = recorder.firstSound(after: start) {
-                values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-            }
-            Thread.sleep(forTimeInterval: 0.1)
-            player.stop()
-            settle()
+            if let value = millisecondsToSound(player, { try await $0.skipToNextEntry() }) { values.append(value) }
         }
         report.add(Row("player skip: skipToNextEntry() -> next entry's sound", unit: "ms", values: values,
                        note: "ApplicationMusicPlayer, library songs"))
@@ -151,20 +153,16 @@ struct PlayerBenchmarks {
         report.add(Row("heap held by a 100,000-track playlist queue", unit: "KiB", values: longBytes,
                        note: "1,000-track queue: median \(format(Summary(shortBytes)?.median ?? .nan)) KiB"))
 
-        // Playing it: queue set -> sound.
+        // Playing it: queue made and set, play() -> sound.
         var soundTimes: [Double] = []
         for _ in 0..<runs {
-            let start = monotonicNanoseconds()
-            let queue: ApplicationMusicPlayer.Queue = [long]
-            queue.affectsListeningHistory = false
-            player.queue = queue
-            Task { try await player.play() }
-            if let sound = recorder.firstSound(after: start) {
-                soundTimes.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
+            let value = millisecondsToSound(player) { player in
+                let queue: ApplicationMusicPlayer.Queue = [long]
+                queue.affectsListeningHistory = false
+                player.queue = queue
+                try await player.play()
             }
-            Thread.sleep(forTimeInterval: 0.15)
-            player.stop()
-            settle()
+            if let value { soundTimes.append(value) }
         }
         report.add(Row("100,000-track playlist: queue made and set, play() -> sound", unit: "ms", values: soundTimes,
                        note: "catalog songs (subscription checked), cold device"))

@@ -89,16 +89,6 @@ final class PlayerRealTimeTests: XCTestCase {
         XCTFail("not \(description) within \(timeout) s", file: file, line: line)
     }
 
-    /// The same for async tests: suspends instead of blocking a cooperative thread.
-    private func waitUntil(_ description: String, timeout: TimeInterval = 5, file: StaticString = #filePath,
-                           line: UInt = #line, _ condition: () -> Bool) async {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while Date() < deadline {
-            if condition() { return }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        XCTFail("not \(description) within \(timeout) s", file: file, line: line)
-    }
 
     func testTheTalksControlsPlayPauseSkipAndGoBack() throws {
         let (songs, _) = try GeneratedSongs.tones([440, 550, 660], frames: 44_100 * 8, into: directory)
@@ -181,19 +171,19 @@ final class PlayerRealTimeTests: XCTestCase {
         // Setting the current entry jumps there.
         player.queue.currentEntry = player.queue.entries[0]
         XCTAssertEqual(player.queue.currentEntry?.title, "Tone 1", "current at once")
-        await waitUntil("back on the first") { log.startedTitles.count == 3 }
+        await eventually("back on the first") { log.startedTitles.count == 3 }
 
         // Removing what would come next: the one after it follows.
         player.queue.entries.remove(at: 1)
         try await player.skipToNextEntry()
         XCTAssertEqual(player.queue.currentEntry?.title, "Tone 2", "a skip returns once the next entry is heard")
-        await waitUntil("the events of all four") { log.startedTitles.count == 4 }
+        await eventually("the events of all four") { log.startedTitles.count == 4 }
         XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 3", "Tone 1", "Tone 2"])
 
         // A skip right after setting the current entry goes on from the entry set.
         player.queue.currentEntry = player.queue.entries[0]
         try await player.skipToNextEntry()
-        await waitUntil("the entry after the one set") { log.startedTitles.count >= 5 && log.startedTitles.last == "Tone 2" }
+        await eventually("the entry after the one set") { log.startedTitles.count >= 5 && log.startedTitles.last == "Tone 2" }
     }
 
     func testSeekingMovesThroughTheEntryAndEnds() async throws {
@@ -215,7 +205,7 @@ final class PlayerRealTimeTests: XCTestCase {
         XCTAssertEqual(player.state.playbackStatus, .seekingBackward)
         try await Task.sleep(for: .milliseconds(600))
         player.endSeeking()
-        await waitUntil("moved back") { player.playbackTime < forward - 1 }
+        await eventually("moved back") { player.playbackTime < forward - 1 }
 
         player.state.playbackRate = 0
         XCTAssertEqual(player.state.playbackStatus, .paused)
@@ -232,7 +222,7 @@ final class PlayerRealTimeTests: XCTestCase {
         XCTAssertTrue(player.isPreparedToPlay)
         try await player.play()
         try await player.skipToNextEntry()
-        await waitUntil("the next entry") { player.queue.currentEntry?.title == "Tone 2" }
+        await eventually("the next entry") { player.queue.currentEntry?.title == "Tone 2" }
         XCTAssertEqual(player.state.repeatMode, .one, "repeat one stays on")
     }
 }

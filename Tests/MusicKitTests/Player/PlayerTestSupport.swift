@@ -67,28 +67,8 @@ final class PlayerEventLog: @unchecked Sendable {
     /// Waits until `predicate` holds; fails the test after `timeout`.
     @discardableResult
     func wait(_ description: String, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
-              until predicate: (PlayerEventLog) -> Bool) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while Date() < deadline {
-            if predicate(self) { return true }
-            usleep(2_000)
-        }
-        XCTFail("no \(description) within \(timeout) s; events: \(events)", file: file, line: line)
-        return false
-    }
-
-    /// The same, suspending instead of blocking (async tests must not hold a thread of the
-    /// small cooperative pool while the player needs it).
-    @discardableResult
-    func wait(_ description: String, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
               until predicate: (PlayerEventLog) -> Bool) async -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while Date() < deadline {
-            if predicate(self) { return true }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        XCTFail("no \(description) within \(timeout) s; events: \(events)", file: file, line: line)
-        return false
+        await eventually(description, timeout: timeout, file: file, line: line, { predicate(self) }) { "events: \(self.events)" }
     }
 }
 
@@ -139,14 +119,24 @@ final class ObservedValues<Value: Equatable & Sendable>: @unchecked Sendable {
     @discardableResult
     func wait(for description: String, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
               until predicate: ([Value]) -> Bool) async -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while Date() < deadline {
-            if predicate(values) { return true }
-            try? await Task.sleep(for: .milliseconds(2))
+        await eventually(description, timeout: timeout, file: file, line: line, { predicate(self.values) }) {
+            "observed: \(self.values)"
         }
-        XCTFail("no \(description) within \(timeout) s; observed: \(values)", file: file, line: line)
-        return false
     }
+}
+
+/// Waits (suspending, not blocking: async tests must not hold a thread of the small cooperative
+/// pool while the player needs it) until `condition` holds; fails the test after `timeout`.
+@discardableResult
+func eventually(_ description: String, timeout: TimeInterval = 10, file: StaticString = #filePath, line: UInt = #line,
+                _ condition: () -> Bool, detail: () -> String = { "" }) async -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    XCTFail("no \(description) within \(timeout) s; \(detail())", file: file, line: line)
+    return false
 }
 
 /// `XCTUnwrap` for a value that needs `await` (XCTUnwrap's autoclosure cannot await).
