@@ -34,9 +34,7 @@ struct EngineBenchmarks {
                 }
                 let start = monotonicNanoseconds()
                 do { try engine.play() } catch { progress("play failed: \(error)"); continue }
-                if let sound = recorder.firstSound(after: start) {
-                    values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-                }
+                if let value = recorder.millisecondsToFirstSound(after: start) { values.append(value) }
                 Thread.sleep(forTimeInterval: 0.15)
                 engine.stop()
                 settle()
@@ -56,9 +54,7 @@ struct EngineBenchmarks {
             Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
             let start = monotonicNanoseconds()
             engine.skipToNextEntry()
-            if let sound = recorder.firstSound(after: start) {
-                values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-            }
+            if let value = recorder.millisecondsToFirstSound(after: start) { values.append(value) }
             Thread.sleep(forTimeInterval: 0.1)
             let skips = engine.statistics.skips
             sources.preroll += skips.preroll

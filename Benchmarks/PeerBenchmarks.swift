@@ -35,9 +35,7 @@ struct PeerBenchmarks {
             process.standardInput = FileHandle.nullDevice
             let start = monotonicNanoseconds()
             do { try process.run() } catch { progress("\(name): \(error)"); return }
-            if let sound = recorder.firstSound(after: start, timeout: 3) {
-                values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-            }
+            if let value = recorder.millisecondsToFirstSound(after: start, timeout: 3) { values.append(value) }
             Thread.sleep(forTimeInterval: 0.1)
             process.terminate()
             process.waitUntilExit()
@@ -116,9 +114,7 @@ struct PeerBenchmarks {
             if let connection = try? LineConnection(unixSocket: socketPath) {
                 let start = monotonicNanoseconds()
                 connection.send("{\"command\": [\"playlist-next\"]}\n")
-                if let sound = recorder.firstSound(after: start) {
-                    values.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-                }
+                if let value = recorder.millisecondsToFirstSound(after: start) { values.append(value) }
             }
             process.terminate()
             process.waitUntilExit()
@@ -143,9 +139,7 @@ struct PeerBenchmarks {
             settle()
             let start = monotonicNanoseconds()
             connection.send("play\n")
-            if let sound = recorder.firstSound(after: start) {
-                playValues.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-            }
+            if let value = recorder.millisecondsToFirstSound(after: start) { playValues.append(value) }
             _ = connection.readResponse()
             Thread.sleep(forTimeInterval: 0.1)
         }
@@ -164,9 +158,7 @@ struct PeerBenchmarks {
                 process.standardOutput = FileHandle.nullDevice
                 let start = monotonicNanoseconds()
                 try? process.run()
-                if let sound = recorder.firstSound(after: start) {
-                    mpcValues.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-                }
+                if let value = recorder.millisecondsToFirstSound(after: start) { mpcValues.append(value) }
                 process.waitUntilExit()
                 Thread.sleep(forTimeInterval: 0.1)
             }
@@ -184,9 +176,7 @@ struct PeerBenchmarks {
             Thread.sleep(forTimeInterval: 0.8)
             let start = monotonicNanoseconds()
             connection.send("next\n")
-            if let sound = recorder.firstSound(after: start) {
-                nextValues.append(milliseconds(from: start, to: sound.arrivalNanoseconds))
-            }
+            if let value = recorder.millisecondsToFirstSound(after: start) { nextValues.append(value) }
             _ = connection.readResponse()
             Thread.sleep(forTimeInterval: 0.1)
         }

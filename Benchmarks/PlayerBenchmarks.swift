@@ -31,11 +31,11 @@ struct PlayerBenchmarks {
                                      _ action: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void) -> Double? {
         let start = monotonicNanoseconds()
         Task { try await action(player) }
-        let sound = recorder.firstSound(after: start)
+        let value = recorder.millisecondsToFirstSound(after: start)
         Thread.sleep(forTimeInterval: 0.15)
         player.stop()
         settle()
-        return sound.map { milliseconds(from: start, to: $0.arrivalNanoseconds) }
+        return value
     }
 
     /// A queue of `songs` kept out of the listening history.

@@ -182,12 +182,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     // MARK: - Transport
 
-    public override var isPreparedToPlay: Bool {
-        switch engine.status {
-        case .prepared, .playing, .paused: true
-        case .stopped, .finished: false
-        }
-    }
+    public override var isPreparedToPlay: Bool { isStreamOpen }
 
     /// Starts the queue at its current entry, or resumes after `pause()`. Returns when the
     /// entry is heard. Throws `MusicPlayer.PlaybackError` when the queue is empty, when its
@@ -434,20 +429,20 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     public override func beginSeekingBackward() { beginSeeking(rate: -ApplicationMusicPlayer.seekingRate) }
 
     public override func endSeeking() {
-        guard let seeking = control.withLock({ control -> Seeking? in
-            defer { control.seeking = nil }
-            return control.seeking
-        }) else { return }
-        seeking.timer.cancel()
+        guard let seeking = endSeekingTimer() else { return }
         state.setPlaybackStatus(seeking.statusBefore == .playing && engine.status == .playing ? .playing
                                 : engine.status == .paused ? .paused : seeking.statusBefore)
     }
 
-    private func endSeekingTimer() {
-        control.withLock { control -> Seeking? in
+    /// Stops the seeking steps; returns what seeking was doing (nil when it was not).
+    @discardableResult
+    private func endSeekingTimer() -> Seeking? {
+        let seeking = control.withLock { control -> Seeking? in
             defer { control.seeking = nil }
             return control.seeking
-        }?.timer.cancel()
+        }
+        seeking?.timer.cancel()
+        return seeking
     }
 
     /// Moves the position at `rate` times real time, a step every 250 ms, until `endSeeking()`.
