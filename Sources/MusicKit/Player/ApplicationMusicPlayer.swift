@@ -216,11 +216,13 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             do throws(AudioEngineError) {
                 try engine.play(startingAtSeconds: startSeconds)
             } catch {
-                control.withLock { control in
+                // Every play() waiting for this start (this one among them) gets the error.
+                let waiters = control.withLock { control in
                     control.intent = .stopped
-                    control.startWaiters.removeAll { _ in true }
+                    defer { control.startWaiters = [] }
+                    return control.startWaiters
                 }
-                continuation.resume(throwing: PlaybackError(error, failures: []))
+                for waiter in waiters { waiter.resume(throwing: PlaybackError(error, failures: [])) }
             }
         }
     }
