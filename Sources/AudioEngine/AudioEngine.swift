@@ -87,8 +87,9 @@ public final class AudioEngine: Sendable {
 
     // MARK: - Transport
 
-    /// Opens and configures the device, opens the first entry and fills the device buffer
-    /// with its first frames, so that `play()` only has to start the stream. Blocks until
+    /// Opens and configures the device, opens the first entry and decodes its first frames,
+    /// in device format, into the engine's own memory, so that `play()` costs one write and a
+    /// start. Nothing reaches the device before `play()`. Blocks until
     /// then (milliseconds). Does nothing when a stream is already open.
     /// `startingAtSeconds`: where in the first entry the stream starts.
     public func prepare(startingAtSeconds startSeconds: Double = 0) throws(AudioEngineError) {
@@ -391,7 +392,7 @@ final class EngineSession: @unchecked Sendable {
         primedCondition.unlock()
     }
 
-    /// Waits until the device buffer holds the first frames (or the queue's end).
+    /// Waits until the first frames are staged for the device (or the queue's end was read).
     func waitUntilPrimed(timeout: TimeInterval) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout)
         primedCondition.lock()

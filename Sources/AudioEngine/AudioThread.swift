@@ -10,7 +10,7 @@ import Synchronization
 /// The allocation test in `AudioThreadAllocationTests` holds it to that.
 struct AudioRenderer: ~Copyable {
     enum Mode: Equatable {
-        /// Writing frames into the stopped device; starts it once primed when `autoStart`.
+        /// Staging frames for the stopped device; starts it once primed when `autoStart`.
         case filling(autoStart: Bool)
         /// Primed and waiting for `.start`.
         case ready
@@ -40,11 +40,19 @@ struct AudioRenderer: ~Copyable {
 
     private let channelCount: Int
     private let periodFrames: Int
-    /// Frames written into the stopped device before it starts. Less than a full buffer:
-    /// ALSA's pulse plugin connects its stream uncorked with a pre-buffer of (buffer - period),
-    /// so filling past that would start the sound before `play()`, and a full buffer played out
-    /// before the first pointer query looks to it like no progress at all.
+    /// Frames staged before the device starts. Less than a full buffer, so the device still
+    /// has room for a period when it starts (a full buffer played out before the first
+    /// pointer query looks to ALSA's pulse plugin like no progress at all).
     private let prefillLimitInFrames: Int
+    /// Frames rendered while the device is stopped wait here, in device format, not in the
+    /// device: a PCM plugin may start a stream by itself once enough is written (ALSA's pulse
+    /// plugin does, below the threshold one would guess), and nothing may be heard before
+    /// `play()`. Starting writes them in one call and starts the device at once.
+    private let staging: UnsafeMutableRawPointer
+    private let stagingCapacityInFrames: Int
+    private var stagedFrames = 0
+    /// Dropped and not prepared again yet: `startDevice()` prepares it.
+    private var deviceNeedsPrepare = false
     private let bytesPerFrame: Int
     private let format: PCMSampleFormat
     /// Silence keeps a real-time device running when the decoder is late; a device without a
@@ -124,6 +132,8 @@ struct AudioRenderer: ~Copyable {
         floatPeriod = .allocate(capacity: periodFrames * channelCount)
         floatPeriod.initialize(repeating: 0, count: periodFrames * channelCount)
         devicePeriod = .allocate(byteCount: periodFrames * bytesPerFrame, alignment: 16)
+        stagingCapacityInFrames = prefillLimitInFrames + periodFrames
+        staging = .allocate(byteCount: stagingCapacityInFrames * bytesPerFrame, alignment: 16)
         historyCapacityInFrames = configuration.bufferSizeInFrames + 2 * periodFrames
         history = .allocate(byteCount: historyCapacityInFrames * bytesPerFrame, alignment: 16)
         history.initializeMemory(as: UInt8.self, repeating: 0, count: historyCapacityInFrames * bytesPerFrame)
@@ -134,6 +144,7 @@ struct AudioRenderer: ~Copyable {
         prerollSlots.deallocate()
         floatPeriod.deallocate()
         devicePeriod.deallocate()
+        staging.deallocate()
         history.deallocate()
     }
 
@@ -303,10 +314,20 @@ struct AudioRenderer: ~Copyable {
     /// Drops the device's contents at `played` and prepares it again; the timeline continues
     /// from `played`. With `replayFrom`, the history from there on is written again first.
     private mutating func restartOutput(played: Int, replayFrom: Int?, autoStart: Bool) {
-        let dropResult = device.drop()
-        if dropResult < 0 { return fail(code: dropResult, operation: .drop) }
-        let prepareResult = device.prepare()
-        if prepareResult < 0 { return fail(code: prepareResult, operation: .prepare) }
+        if !deviceNeedsPrepare {
+            let dropResult = device.drop()
+            if dropResult < 0 { return fail(code: dropResult, operation: .drop) }
+        }
+        if autoStart {
+            let prepareResult = device.prepare()
+            if prepareResult < 0 { return fail(code: prepareResult, operation: .prepare) }
+            deviceNeedsPrepare = false
+        } else {
+            // Prepared only when it starts: a stream prepared long before its start is not
+            // always silent until then (ALSA's pulse plugin lets a re-prepared stream run
+            // ahead while it waits, and the first frames written later are skipped).
+            deviceNeedsPrepare = true
+        }
         timeline.rewind(toPlayed: played, replayingFrom: replayFrom)
         if let replayFrom {
             replaySource = replayFrom
@@ -323,16 +344,46 @@ struct AudioRenderer: ~Copyable {
         }
         framesWritten = played
         timelineFrameAtRestart = played
+        stagedFrames = 0
         primedAnnounced = false
         inUnderrun = false
         mode = .filling(autoStart: autoStart)
         publishPosition(played: played)
     }
 
+    /// Writes the staged frames into the prepared device and starts it: the first frame the
+    /// device plays is the first frame staged.
     private mutating func startDevice() {
+        if deviceNeedsPrepare {
+            let prepareResult = device.prepare()
+            if prepareResult < 0 { return fail(code: prepareResult, operation: .prepare) }
+            deviceNeedsPrepare = false
+        }
+        guard writeStagedFrames() else { return }
         let result = device.start()
         if result < 0 { return fail(code: result, operation: .start) }
         mode = endOfQueueFrame == nil ? .running : .draining
+    }
+
+    /// Moves staged frames into the device, as many as it takes. False after a device failure.
+    private mutating func writeStagedFrames() -> Bool {
+        var offset = 0
+        while offset < stagedFrames {
+            let result = device.write(staging + offset * bytesPerFrame, frameCount: stagedFrames - offset)
+            if result == -Int(EAGAIN) || result == 0 { break }
+            if result < 0 {
+                stagedFrames = 0
+                recoverDevice(result)
+                return false
+            }
+            offset += result
+        }
+        if offset > 0 && offset < stagedFrames {
+            // The device took less than it had room for: what is left goes out first next time.
+            staging.copyMemory(from: staging + offset * bytesPerFrame, byteCount: (stagedFrames - offset) * bytesPerFrame)
+        }
+        stagedFrames -= offset
+        return true
     }
 
     private mutating func resumeDevice() {
@@ -369,25 +420,22 @@ struct AudioRenderer: ~Copyable {
         }
     }
 
-    /// Fills the stopped device. Primed when its buffer is full, when the queue's end was
-    /// read, or (when it should start) as soon as a period is in and nothing more is ready.
+    /// Stages the first frames for the stopped device. Primed when the staging holds the
+    /// prefill, when the queue's end was read, or (when it should start) as soon as a period
+    /// is in and nothing more is ready.
     private mutating func fill(autoStart: Bool) {
         var wroteSomething = false
-        // Count what is in the stopped device ourselves: some plugins (null, file) always
-        // report room.
         while framesWritten - timelineFrameAtRestart + periodFrames <= prefillLimitInFrames || periodPendingCount > 0 {
-            let available = device.availableFrames()
-            if available < 0 { return recoverDevice(available) }
-            if available < periodFrames { break }
-            // Before `play()`, only whole periods: what is in the device then is exactly what
-            // was decoded (a skip can find the next entry's start there).
+            if stagingCapacityInFrames - stagedFrames < periodFrames { break }
+            // Before `play()`, only whole periods: what is staged then is exactly what was
+            // decoded (a skip can find the next entry's start there).
             let written = writeOnePeriod(padWithSilence: false, allowPartial: autoStart)
             if written < 0 { return }
             if written == 0 { break }
             wroteSomething = true
         }
         let buffered = framesWritten - timelineFrameAtRestart
-        let full = buffered + periodFrames > prefillLimitInFrames || device.availableFrames() < periodFrames
+        let full = buffered + periodFrames > prefillLimitInFrames || stagingCapacityInFrames - stagedFrames < periodFrames
         let primed = full || endOfQueueFrame != nil || (autoStart && buffered > 0 && !wroteSomething)
         guard primed else { return }
         if !primedAnnounced {
@@ -411,6 +459,9 @@ struct AudioRenderer: ~Copyable {
     /// most one buffer of silence past the end). Writes at most one buffer per call, so a
     /// device that always has room (`null`) does not keep the loop from its commands.
     private mutating func writeAvailable() {
+        if stagedFrames > 0 {
+            guard writeStagedFrames(), stagedFrames == 0 else { return }
+        }
         var budget = device.configuration.bufferSizeInFrames
         while budget > 0 {
             if let end = endOfQueueFrame, framesWritten - end >= device.configuration.bufferSizeInFrames {
@@ -442,13 +493,22 @@ struct AudioRenderer: ~Copyable {
             periodPendingCount = periodRendered
             periodRendered = 0
         }
-        let result = device.write(devicePeriod + periodPendingOffset * bytesPerFrame, frameCount: periodPendingCount)
-        if result == -Int(EAGAIN) { return 0 }
+        let pending = devicePeriod + periodPendingOffset * bytesPerFrame
+        let result: Int
+        if case .filling = mode {
+            // The device is stopped: stage the frames, never write them where a plugin could play them.
+            result = min(periodPendingCount, stagingCapacityInFrames - stagedFrames)
+            (staging + stagedFrames * bytesPerFrame).copyMemory(from: pending, byteCount: result * bytesPerFrame)
+            stagedFrames += result
+        } else {
+            result = device.write(pending, frameCount: periodPendingCount)
+        }
+        if result == -Int(EAGAIN) || result == 0 { return 0 }
         if result < 0 {
             recoverDevice(result)
             return -1
         }
-        recordHistory(devicePeriod + periodPendingOffset * bytesPerFrame, frameCount: result)
+        recordHistory(pending, frameCount: result)
         periodPendingOffset += result
         periodPendingCount -= result
         return result
@@ -530,6 +590,7 @@ struct AudioRenderer: ~Copyable {
         decoderWake.signal()
         // The device is prepared again and will not start by itself (start threshold).
         let wasPlaying = isPlaying
+        stagedFrames = 0
         timelineFrameAtRestart = playedFrame()
         framesWritten = max(framesWritten, timelineFrameAtRestart)
         mode = .filling(autoStart: wasPlaying)

@@ -1,0 +1,142 @@
+import AudioEngine
+import Foundation
+
+/// What was heard around a start — `play()`, a skip, a seek, a resume — at the monitor: the
+/// checks that keep a timing honest. Time alone lies: a start looks fast when its first
+/// frames were lost or played early, so every timing comes with what was heard.
+public struct StartCheck: Sendable, CustomStringConvertible {
+    /// Milliseconds from the call to the arrival of the first non-silent frame; nil when no
+    /// sound came.
+    public let milliseconds: Double?
+    /// Non-silent frames that arrived at the monitor after the run began and before the
+    /// call (anything but exact digital silence counts). Must be 0.
+    public let framesHeardBeforeCall: Int
+    /// Where in the track the heard audio begins, counted from the frame that should have
+    /// been heard first (0: from exactly there); nil when the heard audio is not the track.
+    public let landingFrame: Int?
+    /// Frames compared bit for bit with the track from the landing frame on, and how many of
+    /// them differed (dropped, repeated or altered frames: glitches).
+    public let comparedFrames: Int
+    public let mismatchedFrames: Int
+    /// The track frame the heard audio begins at, searched in the whole track (diagnostics:
+    /// a start at the wrong place); nil when the heard audio is not in the track.
+    public var heardTrackFrame: Int? = nil
+
+    /// Whether the start is intact: nothing before the call, the track from its expected
+    /// frame (within `landingFloor` frames the monitor cannot see), and no glitch after.
+    public func isIntact(landingFloor: Int, minimumComparedFrames: Int = 1) -> Bool {
+        guard milliseconds != nil, framesHeardBeforeCall == 0, let landingFrame else { return false }
+        return landingFrame >= 0 && landingFrame <= landingFloor && mismatchedFrames == 0
+            && comparedFrames >= minimumComparedFrames
+    }
+
+    public var description: String {
+        let time = milliseconds.map { String(format: "%.2f ms", $0) } ?? "no sound"
+        let landing = landingFrame.map { "from track frame +\($0)" }
+            ?? heardTrackFrame.map { "from track frame \($0), not the expected one" } ?? "not the track"
+        return "\(time), \(framesHeardBeforeCall) frames heard before the call, \(landing), "
+            + "\(mismatchedFrames) of \(comparedFrames) frames after it differ"
+    }
+}
+
+extension MonitorRecorder {
+    /// Checks a start: `since` is when the run began (before `prepare`, say), `call` when
+    /// the start was asked for (both CLOCK_MONOTONIC); `track` is the file's interleaved
+    /// stereo S16 samples and `expectedFrame` the track frame that should be heard first.
+    /// Waits for the first sound (up to `timeout` s) and then for `compareFrames` more.
+    ///
+    /// The first frames of new audio are often never seen at a PulseAudio monitor (the sink
+    /// renders ahead and rewinds when a stream starts), so the landing is searched for up to
+    /// `searchFrames` after the expected frame; compare it with a control (`paplay`).
+    public func checkStart(since: UInt64, call: UInt64, track: [Int16], expectedFrame: Int = 0,
+                           searchFrames: Int = 4_096, compareFrames: Int = 44_100,
+                           timeout: Double = 2) -> StartCheck {
+        var heardBefore = 0
+        for chunk in chunks(arrivedAfter: since) where chunk.arrivalNanoseconds <= call {
+            heardBefore += Self.nonSilentFrames(chunk.samples)
+        }
+        let deadline = monotonicNanoseconds() + UInt64(timeout * 1e9)
+        var first: (arrival: UInt64, frame: Int)?
+        var checked = call
+        while first == nil && monotonicNanoseconds() < deadline {
+            for chunk in chunks(arrivedAfter: checked) {
+                checked = chunk.arrivalNanoseconds
+                if let index = chunk.samples.firstIndex(where: { $0 != 0 }) {
+                    first = (chunk.arrivalNanoseconds, chunk.firstFrame + index / 2)
+                    break
+                }
+            }
+            if first == nil { usleep(200) }
+        }
+        guard let first else {
+            return StartCheck(milliseconds: nil, framesHeardBeforeCall: heardBefore, landingFrame: nil,
+                              comparedFrames: 0, mismatchedFrames: 0)
+        }
+        let milliseconds = Double(Int64(bitPattern: first.arrival &- call)) / 1e6
+        // Wait for the frames to compare (or the end of the track), then read them.
+        let wanted = min(compareFrames + searchFrames / 4, max(0, track.count / 2 - expectedFrame))
+        let waitUntil = monotonicNanoseconds() + UInt64((Double(wanted) / Double(sampleRate) + 0.5) * 1e9)
+        var heard: [Int16] = []
+        while true {
+            heard = samples(fromFrame: first.frame, arrivedAfter: call)
+            if heard.count / 2 >= wanted || monotonicNanoseconds() > waitUntil { break }
+            usleep(5_000)
+        }
+        guard let start = Self.locate(heard, in: track, from: expectedFrame, searchFrames: searchFrames) else {
+            return StartCheck(milliseconds: milliseconds, framesHeardBeforeCall: heardBefore, landingFrame: nil,
+                              comparedFrames: 0, mismatchedFrames: 0,
+                              heardTrackFrame: Self.locate(heard, in: track, from: 0, searchFrames: track.count / 2))
+        }
+        let compared = min(compareFrames, heard.count / 2, track.count / 2 - start)
+        var mismatched = 0
+        for frame in 0..<max(0, compared) where
+            heard[frame * 2] != track[(start + frame) * 2] || heard[frame * 2 + 1] != track[(start + frame) * 2 + 1] {
+            mismatched += 1
+        }
+        return StartCheck(milliseconds: milliseconds, framesHeardBeforeCall: heardBefore,
+                          landingFrame: start - expectedFrame, comparedFrames: max(0, compared),
+                          mismatchedFrames: mismatched, heardTrackFrame: start)
+    }
+
+    /// The recorded samples from recording frame `frame` on, from the chunks that arrived
+    /// after `nanoseconds`.
+    func samples(fromFrame frame: Int, arrivedAfter nanoseconds: UInt64) -> [Int16] {
+        var result: [Int16] = []
+        for chunk in chunks(arrivedAfter: nanoseconds) {
+            let chunkFrames = chunk.samples.count / 2
+            if chunk.firstFrame + chunkFrames <= frame { continue }
+            let skip = max(0, frame - chunk.firstFrame)
+            result += chunk.samples[(skip * 2)...]
+        }
+        return result
+    }
+
+    static func nonSilentFrames(_ samples: [Int16]) -> Int {
+        var count = 0
+        var index = 0
+        while index + 1 < samples.count {
+            if samples[index] != 0 || samples[index + 1] != 0 { count += 1 }
+            index += 2
+        }
+        return count
+    }
+
+    /// The track frame at or after `from` (within `searchFrames`) where `heard` begins: its
+    /// first 32 frames (fewer if it is shorter) match bit for bit.
+    static func locate(_ heard: [Int16], in track: [Int16], from: Int, searchFrames: Int) -> Int? {
+        let probe = min(32, heard.count / 2)
+        guard probe > 0 else { return nil }
+        let last = min(from + searchFrames, track.count / 2 - probe)
+        guard from <= last else { return nil }
+        for candidate in from...last where track[candidate * 2] == heard[0] && track[candidate * 2 + 1] == heard[1] {
+            var matches = true
+            for frame in 1..<probe where track[(candidate + frame) * 2] != heard[frame * 2]
+                || track[(candidate + frame) * 2 + 1] != heard[frame * 2 + 1] {
+                matches = false
+                break
+            }
+            if matches { return candidate }
+        }
+        return nil
+    }
+}
