@@ -10,6 +10,8 @@ struct EngineBenchmarks {
     let fixtures: Fixtures
     let runs: Int
     let report: Report
+    /// Frames at the start of new audio the monitor cannot see, measured with a control.
+    let landingFloor: Int
 
     private func configuration() -> AudioEngineConfiguration {
         var configuration = AudioEngineConfiguration(deviceName: device)
@@ -22,40 +24,48 @@ struct EngineBenchmarks {
         Thread.sleep(forTimeInterval: 0.25)
     }
 
+    /// Cold `play()`, and `play()` after `prepare()` and a wait long enough for any plugin
+    /// that starts a stream by itself to have done so (which would be heard before the call).
     func timeToFirstAudio() {
         for prepared in [false, true] {
-            var values: [Double] = []
+            var checks: [StartCheck] = []
+            var timings: [AudioEngineStatistics.StartTimings] = []
             for _ in 0..<runs {
                 let engine = AudioEngine(configuration: configuration())
+                let since = monotonicNanoseconds()
                 engine.setQueue(AudioEntryList(paths: [fixtures.sweep.path]))
                 if prepared {
                     do { try engine.prepare() } catch { progress("prepare failed: \(error)"); continue }
-                    Thread.sleep(forTimeInterval: 0.2)
+                    Thread.sleep(forTimeInterval: 0.5)
                 }
-                let start = monotonicNanoseconds()
+                let call = monotonicNanoseconds()
                 do { try engine.play() } catch { progress("play failed: \(error)"); continue }
-                if let value = recorder.millisecondsToFirstSound(after: start) { values.append(value) }
-                Thread.sleep(forTimeInterval: 0.15)
+                checks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples))
+                timings.append(engine.statistics.startTimings)
                 engine.stop()
                 settle()
             }
             report.add(Row(prepared ? "engine TTFA after prepare(): play() -> sound" : "engine TTFA cold: play() -> sound",
-                           unit: "ms", values: values, note: "API call in a running process"))
+                           starts: checks, landingFloor: landingFloor,
+                           note: (prepared ? "API call in a running process; 0.5 s between prepare() and play()"
+                               : "API call in a running process; opens the device") + "; " + Self.describe(timings)))
         }
     }
 
     func skipLatency() {
-        var values: [Double] = []
+        var checks: [StartCheck] = []
+        var timings: [AudioEngineStatistics.StartTimings] = []
         var sources = AudioEngineStatistics.SkipSources()
         for _ in 0..<runs {
             let engine = AudioEngine(configuration: configuration())
             engine.setQueue(AudioEntryList(paths: [fixtures.silence.path, fixtures.sweep.path]))
             do { try engine.play() } catch { progress("play failed: \(error)"); continue }
+            let since = monotonicNanoseconds()
             Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
-            let start = monotonicNanoseconds()
+            let call = monotonicNanoseconds()
             engine.skipToNextEntry()
-            if let value = recorder.millisecondsToFirstSound(after: start) { values.append(value) }
-            Thread.sleep(forTimeInterval: 0.1)
+            checks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples))
+            timings.append(engine.statistics.startTimings)
             let skips = engine.statistics.skips
             sources.preroll += skips.preroll
             sources.ring += skips.ring
@@ -64,9 +74,41 @@ struct EngineBenchmarks {
             engine.stop()
             settle()
         }
-        report.add(Row("engine skip: skipToNextEntry() -> next entry's sound", unit: "ms", values: values,
+        report.add(Row("engine skip: skipToNextEntry() -> next entry's sound", starts: checks, landingFloor: landingFloor,
                        note: "next entry from: preroll \(sources.preroll), ring \(sources.ring), "
-                           + "device buffer \(sources.deviceBuffer), decoder \(sources.decoder)"))
+                           + "device buffer \(sources.deviceBuffer), decoder \(sources.decoder); " + Self.describe(timings)))
+    }
+
+    /// A seek from the file's silent first 2 s to the sweep at 2 s, while playing.
+    func seekLatency() {
+        var checks: [StartCheck] = []
+        var timings: [AudioEngineStatistics.StartTimings] = []
+        for _ in 0..<runs {
+            let engine = AudioEngine(configuration: configuration())
+            engine.setQueue(AudioEntryList(paths: [fixtures.silenceThenSweep.path]))
+            do { try engine.play() } catch { progress("play failed: \(error)"); continue }
+            let since = monotonicNanoseconds()
+            Thread.sleep(forTimeInterval: 0.5)
+            let call = monotonicNanoseconds()
+            engine.seek(toFrame: Fixtures.silenceThenSweepSeekFrame)
+            checks.append(recorder.checkStart(since: since, call: call, track: fixtures.silenceThenSweepSamples,
+                                              expectedFrame: Fixtures.silenceThenSweepSeekFrame))
+            timings.append(engine.statistics.startTimings)
+            engine.stop()
+            settle()
+        }
+        report.add(Row("engine seek: seek(toFrame:) -> sound at the target", starts: checks, landingFloor: landingFloor,
+                       note: "from the silent first 2 s to the sweep at 2 s, while playing; " + Self.describe(timings)))
+    }
+
+    /// Where the audio thread's time went (medians, µs), from the engine's statistics.
+    static func describe(_ timings: [AudioEngineStatistics.StartTimings]) -> String {
+        func median(_ values: [UInt64]) -> String {
+            format((Summary(values.map { Double($0) / 1_000 })?.median) ?? .nan)
+        }
+        return "audio thread (median µs): wake-up \(median(timings.map(\.commandWake))), "
+            + "drop \(median(timings.map(\.drop))), prepare \(median(timings.map(\.prepare))), "
+            + "write \(median(timings.map(\.write))), start \(median(timings.map(\.start)))"
     }
 
     /// Plays the gapless pair and measures inserted frames at the boundary in the monitor.
@@ -92,19 +134,8 @@ struct EngineBenchmarks {
                        note: "bit-exact across the boundary in \(exact) of \(gaps.count) runs"))
     }
 
-    /// CPU time the audio thread spends per second of audio, and underruns with both cores loaded.
-    func audioThreadCPU(loaded: Bool) {
-        var hogs: [Process] = []
-        if loaded {
-            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
-                let hog = Process()
-                hog.executableURL = URL(fileURLWithPath: "/bin/sh")
-                hog.arguments = ["-c", "while :; do :; done"]
-                try? hog.run()
-                hogs.append(hog)
-            }
-        }
-        defer { for hog in hogs { hog.terminate(); hog.waitUntilExit() } }
+    /// CPU time the audio thread spends per second of audio (10 s of music).
+    func audioThreadCPU() {
         let engine = AudioEngine(configuration: configuration())
         engine.setQueue(AudioEntryList(paths: [fixtures.music.path]))
         do { try engine.play() } catch { progress("play failed: \(error)"); return }
@@ -115,19 +146,57 @@ struct EngineBenchmarks {
         Thread.sleep(forTimeInterval: 10)
         let cpuEnd = thread.flatMap(ThreadCPU.nanoseconds)
         let audioSeconds = engine.position.seconds - positionStart
-        let statistics = engine.statistics
         engine.stop()
         settle()
-        if !loaded, let cpuStart, let cpuEnd, audioSeconds > 0 {
+        if let cpuStart, let cpuEnd, audioSeconds > 0 {
             report.add(Row("engine audio thread CPU per second of audio", unit: "ms/s",
                            values: [Double(cpuEnd - cpuStart) / 1e6 / audioSeconds],
                            note: "\(format(audioSeconds)) s of audio, from /proc schedstat"))
         }
-        if loaded {
-            report.add(Row("engine underruns + xruns, both cores loaded", unit: "count",
-                           values: [Double(statistics.underruns + statistics.xruns)],
-                           note: "10 s, \(hogs.count) busy processes, realtime thread: \(statistics.isRealtime)"))
+    }
+
+    /// 60 s of a continuous sweep while `stress-ng --cpu 2 --io 1` (or, without stress-ng,
+    /// two busy loops) loads the machine: the engine's underruns and xruns, and the monitor
+    /// compared with the file frame by frame (a dropout or an inserted silence shows).
+    func underLoad() {
+        var hogs: [Process] = []
+        let load: String
+        if let stress = PeerBenchmarks.installed("stress-ng") {
+            let hog = Process()
+            hog.executableURL = stress
+            hog.arguments = ["--cpu", "2", "--io", "1", "--timeout", "75s", "--quiet"]
+            hog.standardOutput = FileHandle.nullDevice
+            hog.standardError = FileHandle.nullDevice
+            try? hog.run()
+            hogs.append(hog)
+            load = "stress-ng --cpu 2 --io 1"
+        } else {
+            for _ in 0..<ProcessInfo.processInfo.activeProcessorCount {
+                let hog = Process()
+                hog.executableURL = URL(fileURLWithPath: "/bin/sh")
+                hog.arguments = ["-c", "while :; do :; done"]
+                try? hog.run()
+                hogs.append(hog)
+            }
+            load = "\(hogs.count) busy shell loops (stress-ng not installed)"
         }
+        defer { for hog in hogs { hog.terminate(); hog.waitUntilExit() } }
+        Thread.sleep(forTimeInterval: 1)
+        let engine = AudioEngine(configuration: configuration())
+        engine.setQueue(AudioEntryList(paths: [fixtures.longSweep.path]))
+        let call = monotonicNanoseconds()
+        do { try engine.play() } catch { progress("play failed: \(error)"); return }
+        let frames = fixtures.longSweepSamples.count / 2
+        let check = recorder.checkStart(since: call, call: call, track: fixtures.longSweepSamples,
+                                        compareFrames: frames - landingFloor - 4_096, timeout: 5)
+        let statistics = engine.statistics
+        engine.stop()
+        settle()
+        report.add(Row("engine underruns + xruns, 60 s under load", unit: "count",
+                       values: [Double(statistics.underruns + statistics.xruns)],
+                       note: "\(load); underruns \(statistics.underruns), xruns \(statistics.xruns), realtime thread: "
+                           + "\(statistics.isRealtime); at the monitor: \(check.mismatchedFrames) of \(check.comparedFrames) "
+                           + "frames differ from the file (landing +\(check.landingFrame.map(String.init) ?? "?"))"))
     }
 }
 

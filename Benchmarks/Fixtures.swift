@@ -14,8 +14,17 @@ struct Fixtures {
     let gaplessSecond: URL
     let gaplessSignal: [Int16]
     static let gaplessCut = 22_051
-    /// 12 s of a real recording for the CPU and load runs.
+    /// 12 s of a real recording for the CPU runs.
     let music: URL
+    /// The sweep as the 16-bit samples a device receives: what a start must be heard as.
+    let sweepSamples: [Int16]
+    /// 2 s of digital silence then the sweep: a seek from the silence to 2 s is heard at once.
+    let silenceThenSweep: URL
+    let silenceThenSweepSamples: [Int16]
+    static let silenceThenSweepSeekFrame = 2 * 44_100
+    /// 60 s of a continuous sweep for the load run: any dropped or inserted frame shows.
+    let longSweep: URL
+    let longSweepSamples: [Int16]
 
     init(assets: URL) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-bench-\(getpid())")
@@ -27,12 +36,22 @@ struct Fixtures {
         gaplessSecond = directory.appendingPathComponent("gapless-2.wav")
         music = directory.appendingPathComponent("music.flac")
 
-        try Fixtures.write(sweep, Fixtures.sweepSignal(frames: 3 * 44_100))
+        let sweepSignal = Fixtures.sweepSignal(frames: 3 * 44_100)
+        try Fixtures.write(sweep, sweepSignal)
+        sweepSamples = Fixtures.int16(sweepSignal)
+        silenceThenSweep = directory.appendingPathComponent("silence-then-sweep.wav")
+        let silenceThenSweepSignal = [Float](repeating: 0, count: Fixtures.silenceThenSweepSeekFrame * 2) + sweepSignal
+        try Fixtures.write(silenceThenSweep, silenceThenSweepSignal)
+        silenceThenSweepSamples = Fixtures.int16(silenceThenSweepSignal)
+        longSweep = directory.appendingPathComponent("long-sweep.wav")
+        let longSignal = Fixtures.sweepSignal(frames: 60 * 44_100, startHz: 100, endHz: 8_000)
+        try Fixtures.write(longSweep, longSignal)
+        longSweepSamples = Fixtures.int16(longSignal)
         try Fixtures.write(silence, [Float](repeating: 0, count: 10 * 44_100 * 2))
         let continuous = Fixtures.sweepSignal(frames: 44_100, startHz: 300, endHz: 2_500)
         try Fixtures.write(gaplessFirst, Array(continuous[..<(Fixtures.gaplessCut * 2)]))
         try Fixtures.write(gaplessSecond, Array(continuous[(Fixtures.gaplessCut * 2)...]))
-        gaplessSignal = continuous.map { Int16(max(-32_768, min(32_767, ($0 * 32_768).rounded()))) }
+        gaplessSignal = Fixtures.int16(continuous)
 
         // 12 s of a bundled preview (Maxstack, "A New Journey"), as lossless FLAC.
         let preview = assets.appendingPathComponent("Previews/mx-ar-01.ogg").path
@@ -53,6 +72,11 @@ struct Fixtures {
             samples[frame * 2 + 1] = Float((0.9 * cos(phase + 0.5) * 32_768).rounded() / 32_768)
         }
         return samples
+    }
+
+    /// Samples as a 16-bit device receives them.
+    static func int16(_ samples: [Float]) -> [Int16] {
+        samples.map { Int16(max(-32_768, min(32_767, ($0 * 32_768).rounded()))) }
     }
 
     static func write(_ url: URL, _ samples: [Float], format: AudioFileWriter.Format = .wav16,

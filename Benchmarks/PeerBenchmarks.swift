@@ -23,9 +23,10 @@ struct PeerBenchmarks {
 
     private func settle() { Thread.sleep(forTimeInterval: 0.25) }
 
-    /// Starts `executable` at a timestamp and waits for the first sound.
-    private func commandTTFA(_ name: String, _ executable: URL, _ arguments: [String], note: String) {
-        var values: [Double] = []
+    /// Starts `executable` at a timestamp and checks the start at the monitor (the sweep,
+    /// from its first frame); returns the checks.
+    private func commandStarts(_ executable: URL, _ arguments: [String]) -> [StartCheck] {
+        var checks: [StartCheck] = []
         for _ in 0..<runs {
             let process = Process()
             process.executableURL = executable
@@ -34,30 +35,43 @@ struct PeerBenchmarks {
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
             let start = monotonicNanoseconds()
-            do { try process.run() } catch { progress("\(name): \(error)"); return }
-            if let value = recorder.millisecondsToFirstSound(after: start, timeout: 3) { values.append(value) }
-            Thread.sleep(forTimeInterval: 0.1)
+            do { try process.run() } catch { progress("\(executable.lastPathComponent): \(error)"); return checks }
+            checks.append(recorder.checkStart(since: start, call: start, track: fixtures.sweepSamples, timeout: 3))
             process.terminate()
             process.waitUntilExit()
             settle()
         }
-        report.add(Row(name, unit: "ms", values: values, note: note))
+        return checks
     }
 
-    func commandLineTTFA() {
-        commandTTFA("musickit play (CLI) TTFA: process start -> sound", musickit,
-                    ["play", "--no-ui", "--device", device, fixtures.sweep.path], note: "includes process start-up")
+    /// The floor below which the monitor cannot tell a start from frame 0: one block of the
+    /// sink (new audio can begin that far into a block already sent to the monitor), or more
+    /// if the control — `paplay`, a native PulseAudio client that starts its stream with the
+    /// file's first frame — landed later. Every start is judged by it.
+    func landingFloor() -> (floor: Int, checks: [StartCheck]) {
+        guard let paplay = Self.installed("paplay") else { return (recorder.blockFrames, []) }
+        let checks = commandStarts(paplay, [fixtures.sweep.path])
+        let landings = checks.compactMap(\.landingFrame)
+        return (max(landings.max() ?? 0, recorder.blockFrames), checks)
+    }
+
+    func commandLineTTFA(floor: Int, control: [StartCheck]) {
+        report.add(Row("musickit play (CLI) TTFA: process start -> sound", starts: commandStarts(
+            musickit, ["play", "--no-ui", "--device", device, fixtures.sweep.path]), landingFloor: floor,
+            note: "includes process start-up"))
         if let aplay = Self.installed("aplay") {
-            commandTTFA("aplay TTFA: process start -> sound", aplay, ["-q", "-D", device, fixtures.sweep.path],
-                        note: "ALSA pulse plugin, same device")
+            report.add(Row("aplay TTFA: process start -> sound", starts: commandStarts(
+                aplay, ["-q", "-D", device, fixtures.sweep.path]), landingFloor: floor,
+                note: "ALSA pulse plugin, same device"))
         }
-        if let paplay = Self.installed("paplay") {
-            commandTTFA("paplay TTFA: process start -> sound", paplay, [fixtures.sweep.path], note: "native PulseAudio client")
+        if !control.isEmpty {
+            report.add(Row("paplay TTFA: process start -> sound", starts: control, landingFloor: floor,
+                           note: "native PulseAudio client; the control: its largest landing frame is the floor"))
         }
         if let mpv = Self.installed("mpv") {
-            commandTTFA("mpv TTFA: process start -> sound", mpv,
-                        ["--no-config", "--no-video", "--really-quiet", "--ao=alsa", "--audio-device=alsa/\(device)",
-                         fixtures.sweep.path], note: "same ALSA device")
+            report.add(Row("mpv TTFA: process start -> sound", starts: commandStarts(
+                mpv, ["--no-config", "--no-video", "--really-quiet", "--ao=alsa", "--audio-device=alsa/\(device)",
+                      fixtures.sweep.path]), landingFloor: floor, note: "same ALSA device"))
         }
     }
 
@@ -98,9 +112,9 @@ struct PeerBenchmarks {
     }
 
     /// mpv's skip: `playlist-next` over its IPC socket while it plays silence.
-    func mpvSkip() {
+    func mpvSkip(floor: Int) {
         guard let mpv = Self.installed("mpv") else { return }
-        var values: [Double] = []
+        var checks: [StartCheck] = []
         for run in 0..<runs {
             let socketPath = fixtures.directory.appendingPathComponent("mpv-\(run).sock").path
             let process = Process()
@@ -110,45 +124,58 @@ struct PeerBenchmarks {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             do { try process.run() } catch { return }
+            let since = monotonicNanoseconds()
             Thread.sleep(forTimeInterval: 1.0)
             if let connection = try? LineConnection(unixSocket: socketPath) {
-                let start = monotonicNanoseconds()
+                let call = monotonicNanoseconds()
                 connection.send("{\"command\": [\"playlist-next\"]}\n")
-                if let value = recorder.millisecondsToFirstSound(after: start) { values.append(value) }
+                checks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples))
             }
             process.terminate()
             process.waitUntilExit()
             settle()
         }
-        report.add(Row("mpv skip: playlist-next over IPC -> next file's sound", unit: "ms", values: values))
+        report.add(Row("mpv skip: playlist-next over IPC -> next file's sound", starts: checks, landingFloor: floor))
     }
 
-    /// MPD with an ALSA output on the same device: `play` and `next` on an open connection,
-    /// and `mpc play` as a command.
-    func mpd() throws {
+    /// MPD with two outputs on the same sink — its native PulseAudio output (its fastest)
+    /// and an ALSA output through the pulse plugin — each measured alone: `play`, `next` and
+    /// `seekcur` on an open connection, `mpc play` as a command, and the gap between two files.
+    func mpd(floor: Int) throws {
         guard let mpdBinary = Self.installed("mpd") else { return }
         let server = try MPDServer(binary: mpdBinary, device: device, fixtures: fixtures)
         defer { server.stop() }
         let connection = try server.connect()
+        for (output, label) in [(MPDServer.pulseOutput, "pulse output"), (MPDServer.alsaOutput, "ALSA output")] {
+            connection.command("stop")
+            connection.command("enableoutput \(output)")
+            connection.command("disableoutput \(1 - output)")
+            measureMPD(connection, server: server, label: label, floor: floor)
+        }
+    }
 
-        var playValues: [Double] = []
-        for _ in 0..<runs {
+    private func measureMPD(_ connection: LineConnection, server: MPDServer, label: String, floor: Int) {
+        func load(_ files: [URL]) {
             connection.command("stop")
             connection.command("clear")
-            connection.command("add \"\(fixtures.sweep.lastPathComponent)\"")
+            for file in files { connection.command("add \"\(file.lastPathComponent)\"") }
+        }
+        var playChecks: [StartCheck] = []
+        load([fixtures.sweep])
+        for _ in 0..<runs {
+            connection.command("stop")
             settle()
-            let start = monotonicNanoseconds()
+            let call = monotonicNanoseconds()
             connection.send("play\n")
-            if let value = recorder.millisecondsToFirstSound(after: start) { playValues.append(value) }
+            playChecks.append(recorder.checkStart(since: call - 200_000_000, call: call, track: fixtures.sweepSamples))
             _ = connection.readResponse()
-            Thread.sleep(forTimeInterval: 0.1)
         }
         connection.command("stop")
-        report.add(Row("MPD TTFA: `play` on an open connection -> sound", unit: "ms", values: playValues,
-                       note: "daemon running, queue loaded"))
+        report.add(Row("MPD (\(label)) TTFA: `play` on an open connection -> sound", starts: playChecks,
+                       landingFloor: floor, note: "daemon running, queue loaded, stopped"))
 
         if let mpc = Self.installed("mpc") {
-            var mpcValues: [Double] = []
+            var mpcChecks: [StartCheck] = []
             for _ in 0..<runs {
                 connection.command("stop")
                 settle()
@@ -156,40 +183,50 @@ struct PeerBenchmarks {
                 process.executableURL = mpc
                 process.arguments = ["-q", "-p", String(server.port), "play"]
                 process.standardOutput = FileHandle.nullDevice
-                let start = monotonicNanoseconds()
+                let call = monotonicNanoseconds()
                 try? process.run()
-                if let value = recorder.millisecondsToFirstSound(after: start) { mpcValues.append(value) }
+                mpcChecks.append(recorder.checkStart(since: call - 200_000_000, call: call, track: fixtures.sweepSamples))
                 process.waitUntilExit()
-                Thread.sleep(forTimeInterval: 0.1)
             }
             connection.command("stop")
-            report.add(Row("MPD TTFA via `mpc play` -> sound", unit: "ms", values: mpcValues, note: "includes mpc start-up"))
+            report.add(Row("MPD (\(label)) TTFA via `mpc play` -> sound", starts: mpcChecks, landingFloor: floor,
+                           note: "includes mpc start-up"))
         }
 
-        var nextValues: [Double] = []
+        var nextChecks: [StartCheck] = []
         for _ in 0..<runs {
-            connection.command("stop")
-            connection.command("clear")
-            connection.command("add \"\(fixtures.silence.lastPathComponent)\"")
-            connection.command("add \"\(fixtures.sweep.lastPathComponent)\"")
+            load([fixtures.silence, fixtures.sweep])
             connection.command("play")
+            let since = monotonicNanoseconds()
             Thread.sleep(forTimeInterval: 0.8)
-            let start = monotonicNanoseconds()
+            let call = monotonicNanoseconds()
             connection.send("next\n")
-            if let value = recorder.millisecondsToFirstSound(after: start) { nextValues.append(value) }
+            nextChecks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples))
             _ = connection.readResponse()
-            Thread.sleep(forTimeInterval: 0.1)
         }
         connection.command("stop")
-        report.add(Row("MPD skip: `next` on an open connection -> next file's sound", unit: "ms", values: nextValues))
+        report.add(Row("MPD (\(label)) skip: `next` on an open connection -> next file's sound", starts: nextChecks,
+                       landingFloor: floor))
+
+        var seekChecks: [StartCheck] = []
+        for _ in 0..<runs {
+            load([fixtures.silenceThenSweep])
+            connection.command("play")
+            let since = monotonicNanoseconds()
+            Thread.sleep(forTimeInterval: 0.5)
+            let call = monotonicNanoseconds()
+            connection.send("seekcur 2\n")
+            seekChecks.append(recorder.checkStart(since: since, call: call, track: fixtures.silenceThenSweepSamples,
+                                                  expectedFrame: Fixtures.silenceThenSweepSeekFrame))
+            _ = connection.readResponse()
+        }
+        connection.command("stop")
+        report.add(Row("MPD (\(label)) seek: `seekcur 2` -> sound at the target", starts: seekChecks, landingFloor: floor))
 
         var gaps: [Double] = []
         var exact = 0
         for _ in 0..<runs {
-            connection.command("stop")
-            connection.command("clear")
-            connection.command("add \"\(fixtures.gaplessFirst.lastPathComponent)\"")
-            connection.command("add \"\(fixtures.gaplessSecond.lastPathComponent)\"")
+            load([fixtures.gaplessFirst, fixtures.gaplessSecond])
             settle()
             let start = monotonicNanoseconds()
             connection.command("play")
@@ -201,7 +238,8 @@ struct PeerBenchmarks {
             }
         }
         connection.command("stop")
-        report.add(Row("MPD gap between two files", unit: "frames", values: gaps, note: "bit-exact in \(exact) of \(gaps.count) runs"))
+        report.add(Row("MPD (\(label)) gap between two files", unit: "frames", values: gaps,
+                       note: "bit-exact in \(exact) of \(gaps.count) runs"))
     }
 }
 
@@ -270,6 +308,9 @@ final class LineConnection {
 /// A private MPD with the fixtures as its music directory and an ALSA output on the test sink.
 final class MPDServer {
     let port = 6_612
+    /// Output IDs, in the configuration's order.
+    static let pulseOutput = 0
+    static let alsaOutput = 1
     private let process = Process()
     private let directory: URL
 
@@ -285,8 +326,14 @@ final class MPDServer {
         bind_to_address "127.0.0.1"
         port "\(port)"
         audio_output {
+            type "pulse"
+            name "pulse"
+            sink "musickit_test"
+            mixer_type "none"
+        }
+        audio_output {
             type "alsa"
-            name "test sink"
+            name "alsa"
             device "\(device)"
             mixer_type "none"
         }

@@ -14,6 +14,7 @@ struct PlayerBenchmarks {
     let fixtures: Fixtures
     let runs: Int
     let report: Report
+    let landingFloor: Int
     static let longPlaylistTracks = 100_000
     static let shortPlaylistTracks = 1_000
 
@@ -25,17 +26,17 @@ struct PlayerBenchmarks {
 
     private func settle() { Thread.sleep(forTimeInterval: 0.25) }
 
-    /// Milliseconds from `action` (a player call, not awaited) to the first sound at the
-    /// monitor; then playback stops and the sink goes quiet. Nil when no sound came.
-    private func millisecondsToSound(_ player: ApplicationMusicPlayer,
-                                     _ action: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void) -> Double? {
-        let start = monotonicNanoseconds()
+    /// The start `action` makes (a player call, not awaited) checked at the monitor: the
+    /// sweep from `expectedFrame` of `track`; then playback stops and the sink goes quiet.
+    private func checkStart(_ player: ApplicationMusicPlayer, since: UInt64, track: [Int16]? = nil, expectedFrame: Int = 0,
+                            _ action: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void) -> StartCheck {
+        let call = monotonicNanoseconds()
         Task { try await action(player) }
-        let value = recorder.millisecondsToFirstSound(after: start)
-        Thread.sleep(forTimeInterval: 0.15)
+        let check = recorder.checkStart(since: since, call: call, track: track ?? fixtures.sweepSamples,
+                                        expectedFrame: expectedFrame)
         player.stop()
         settle()
-        return value
+        return check
     }
 
     /// A queue of `songs` kept out of the listening history.
@@ -85,6 +86,7 @@ struct PlayerBenchmarks {
         let player = ApplicationMusicPlayer(engineConfiguration: configuration())
         timeToFirstAudio(player)
         skipLatency(player)
+        seekLatency(player)
         try longPlaylist(player)
         player.stop()
     }
@@ -92,30 +94,47 @@ struct PlayerBenchmarks {
     private func timeToFirstAudio(_ player: ApplicationMusicPlayer) {
         let song = Song(fileURL: fixtures.sweep)
         for prepared in [false, true] {
-            var values: [Double] = []
+            var checks: [StartCheck] = []
             for _ in 0..<runs {
+                let since = monotonicNanoseconds()
                 player.queue = Self.queue([song])
                 if prepared {
                     do { try waitFor { try await player.prepareToPlay() } } catch { progress("prepare failed: \(error)"); continue }
-                    Thread.sleep(forTimeInterval: 0.2)
+                    Thread.sleep(forTimeInterval: 0.5)
                 }
-                if let value = millisecondsToSound(player, { try await $0.play() }) { values.append(value) }
+                checks.append(checkStart(player, since: since) { try await $0.play() })
             }
             report.add(Row(prepared ? "player TTFA after prepareToPlay(): play() -> sound" : "player TTFA cold: play() -> sound",
-                           unit: "ms", values: values, note: "ApplicationMusicPlayer, a library song"))
+                           starts: checks, landingFloor: landingFloor, note: "ApplicationMusicPlayer, a library song"))
         }
     }
 
     private func skipLatency(_ player: ApplicationMusicPlayer) {
-        var values: [Double] = []
+        var checks: [StartCheck] = []
         for _ in 0..<runs {
             player.queue = Self.queue([Song(fileURL: fixtures.silence), Song(fileURL: fixtures.sweep)])
             do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+            let since = monotonicNanoseconds()
             Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
-            if let value = millisecondsToSound(player, { try await $0.skipToNextEntry() }) { values.append(value) }
+            checks.append(checkStart(player, since: since) { try await $0.skipToNextEntry() })
         }
-        report.add(Row("player skip: skipToNextEntry() -> next entry's sound", unit: "ms", values: values,
+        report.add(Row("player skip: skipToNextEntry() -> next entry's sound", starts: checks, landingFloor: landingFloor,
                        note: "ApplicationMusicPlayer, library songs"))
+    }
+
+    private func seekLatency(_ player: ApplicationMusicPlayer) {
+        var checks: [StartCheck] = []
+        let seconds = Double(Fixtures.silenceThenSweepSeekFrame) / 44_100
+        for _ in 0..<runs {
+            player.queue = Self.queue([Song(fileURL: fixtures.silenceThenSweep)])
+            do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+            let since = monotonicNanoseconds()
+            Thread.sleep(forTimeInterval: 0.5)
+            checks.append(checkStart(player, since: since, track: fixtures.silenceThenSweepSamples,
+                                     expectedFrame: Fixtures.silenceThenSweepSeekFrame) { $0.playbackTime = seconds })
+        }
+        report.add(Row("player seek: playbackTime = 2 -> sound at the target", starts: checks, landingFloor: landingFloor,
+                       note: "ApplicationMusicPlayer, from the silent first 2 s to the sweep"))
     }
 
     /// Bytes malloc has handed out and not taken back (all threads).
@@ -154,17 +173,16 @@ struct PlayerBenchmarks {
                        note: "1,000-track queue: median \(format(Summary(shortBytes)?.median ?? .nan)) KiB"))
 
         // Playing it: queue made and set, play() -> sound.
-        var soundTimes: [Double] = []
+        var checks: [StartCheck] = []
         for _ in 0..<runs {
-            let value = millisecondsToSound(player) { player in
+            checks.append(checkStart(player, since: monotonicNanoseconds()) { player in
                 let queue: ApplicationMusicPlayer.Queue = [long]
                 queue.affectsListeningHistory = false
                 player.queue = queue
                 try await player.play()
-            }
-            if let value { soundTimes.append(value) }
+            })
         }
-        report.add(Row("100,000-track playlist: queue made and set, play() -> sound", unit: "ms", values: soundTimes,
-                       note: "catalog songs (subscription checked), cold device"))
+        report.add(Row("100,000-track playlist: queue made and set, play() -> sound", starts: checks,
+                       landingFloor: landingFloor, note: "catalog songs (subscription checked), cold device"))
     }
 }

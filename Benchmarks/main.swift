@@ -9,7 +9,7 @@ import Foundation
 let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--output FILE]
 
-groups: ttfa, skip, gap, cpu, load, player, ring, decode, cli, peers, catalog, library
+groups: ttfa, skip, seek, gap, cpu, load, player, ring, decode, cli, peers, catalog, library
 --songs N: songs in the generated catalog (default 1,000,000)
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
@@ -68,7 +68,7 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["ttfa", "skip", "gap", "cpu", "load", "player", "cli", "peers"]
+let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "cli", "peers"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
@@ -77,23 +77,31 @@ if realTimeGroups.contains(where: { wants($0) }) {
     let recorder = try MonitorRecorder(source: monitor, latencyMilliseconds: 2)
     progress("warming up the monitor recorder (2.5 s)")
     recorder.warmUp()
-    let engine = EngineBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report)
     let peers = PeerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
                                musickit: musickit)
+    // The control first: every start is judged by the frames the monitor cannot see (paplay).
+    progress("control: paplay's landing frames")
+    let (floor, control) = peers.landingFloor()
+    progress("  landing floor: \(floor) frames (one sink block: \(recorder.blockFrames); paplay's largest landing: "
+             + "\(control.compactMap(\.landingFrame).max().map(String.init) ?? "–"))")
+    let engine = EngineBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+                                  landingFloor: floor)
     if wants("ttfa") { progress("time to first audio"); engine.timeToFirstAudio() }
     if wants("skip") { progress("skip latency"); engine.skipLatency() }
+    if wants("seek") { progress("seek latency"); engine.seekLatency() }
     if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
-    if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU(loaded: false) }
-    if wants("load") { progress("underruns under load"); engine.audioThreadCPU(loaded: true) }
+    if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU() }
+    if wants("load") { progress("60 s under load"); engine.underLoad() }
     if wants("player") {
         progress("ApplicationMusicPlayer")
-        try PlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report).run()
+        try PlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+                             landingFloor: floor).run()
     }
-    if wants("cli") { progress("command-line start"); peers.commandLineTTFA() }
+    if wants("cli") { progress("command-line start"); peers.commandLineTTFA(floor: floor, control: control) }
     if wants("peers") {
         progress("peers: gaps"); peers.gaps()
-        progress("peers: mpv skip"); peers.mpvSkip()
-        progress("peers: MPD"); try peers.mpd()
+        progress("peers: mpv skip"); peers.mpvSkip(floor: floor)
+        progress("peers: MPD"); try peers.mpd(floor: floor)
     }
     recorder.stop()
 
@@ -112,15 +120,25 @@ if realTimeGroups.contains(where: { wants($0) }) {
             ratios.append("- \(ours) / \(theirs): \(format(a / b))")
         }
     }
-    ratio("engine TTFA after prepare(): play() -> sound", "MPD TTFA: `play` on an open connection -> sound")
-    ratio("engine skip: skipToNextEntry() -> next entry's sound", "MPD skip: `next` on an open connection -> next file's sound")
+    for output in ["pulse output", "ALSA output"] {
+        ratio("engine TTFA after prepare(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+        ratio("player TTFA after prepareToPlay(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+        ratio("engine TTFA cold: play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+        ratio("engine skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
+        ratio("player skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
+        ratio("engine seek: seek(toFrame:) -> sound at the target", "MPD (\(output)) seek: `seekcur 2` -> sound at the target")
+    }
     ratio("engine skip: skipToNextEntry() -> next entry's sound", "mpv skip: playlist-next over IPC -> next file's sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "mpv TTFA: process start -> sound")
     let header = """
     Measured through a PulseAudio \(PeerBenchmarks.installed("pulseaudio") != nil ? "" : "(?) ")null sink, \
     monitor recorded by parec --latency-msec=\(recorder.latencyMilliseconds); \(runs) runs each; \
-    \(ProcessInfo.processInfo.activeProcessorCount) cores; \(AudioFileDecoder.libraryVersion).
+    \(ProcessInfo.processInfo.activeProcessorCount) cores; \(AudioFileDecoder.libraryVersion). A start (TTFA, skip, \
+    seek) counts only when nothing was heard before the call, the heard audio is the track from the frame that \
+    should come first, within \(floor) frames (one block of the sink, \(recorder.blockFrames) frames, or the control \
+    paplay's largest landing if later: the first frames of new audio are often never seen at the monitor), and the \
+    next second matches the file bit for bit; other runs are counted as failed, not timed.
     """
     let table = header + "\n\n" + report.markdown() + (ratios.isEmpty ? "" : "\n\nDifferences and ratios (medians, same run; a ratio below 1 is faster):\n" + ratios.joined(separator: "\n"))
     print(table)

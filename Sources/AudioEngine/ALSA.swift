@@ -89,6 +89,11 @@ final class PCMDevice: @unchecked Sendable {
     /// The PCM's poll descriptors, followed by one free slot for the caller's wake-up descriptor.
     let pollDescriptors: UnsafeMutablePointer<pollfd>
     let pollDescriptorCount: Int
+    /// Whether `prepare()` on a running stream discards what it holds, so a skip needs no
+    /// `drop()` first: true for external (ioplug) plugins such as PulseAudio's, whose
+    /// prepare replaces the server-side stream. Kernel devices refuse to prepare a running
+    /// stream (-EBUSY), and the engine then drops first.
+    let prepareDiscardsPlayback: Bool
 
     /// Opens and configures `name` for playback. The stream does not start by itself:
     /// the caller writes frames and calls `start()`.
@@ -102,6 +107,7 @@ final class PCMDevice: @unchecked Sendable {
                             hint: PCMDevice.availableDevicesHint())
         }
         handle = pcm!
+        prepareDiscardsPlayback = snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG
         do {
             configuration = try PCMDevice.configure(handle, name: name, request: request)
             let count = Int(try alsaCall("snd_pcm_poll_descriptors_count", device: name) {

@@ -200,12 +200,18 @@ public final class AudioEngine: Sendable {
         skips.ring = shared.skipsFromRing.load(ordering: .relaxed)
         skips.preroll = shared.skipsFromPreroll.load(ordering: .relaxed)
         skips.decoder = shared.skipsWaitingForDecoder.load(ordering: .relaxed)
+        var timings = AudioEngineStatistics.StartTimings()
+        timings.commandWake = shared.lastCommandWake.load(ordering: .relaxed)
+        timings.drop = shared.lastDrop.load(ordering: .relaxed)
+        timings.prepare = shared.lastPrepare.load(ordering: .relaxed)
+        timings.write = shared.lastStartWrite.load(ordering: .relaxed)
+        timings.start = shared.lastStart.load(ordering: .relaxed)
         return AudioEngineStatistics(device: session.device.configuration,
                                      isRealtime: shared.isRealtime.load(ordering: .relaxed),
                                      underruns: shared.underruns.load(ordering: .relaxed),
                                      xruns: shared.xruns.load(ordering: .relaxed),
                                      latencyInFrames: shared.latencyFrames.load(ordering: .relaxed),
-                                     skips: skips)
+                                     skips: skips, startTimings: timings)
     }
 
     /// Whether the next entry's first frames wait in a preroll slot (skips take them at once).
@@ -380,6 +386,7 @@ final class EngineSession: @unchecked Sendable {
     }
 
     func send(_ command: AudioCommand) {
+        shared.commandSentAt.store(monotonicNanoseconds(), ordering: .relaxed)
         let sent = commands.withLock { $0.push(command) }
         precondition(sent, "the audio thread stopped reading commands")
         audioWake.signal()

@@ -181,6 +181,8 @@ struct AudioRenderer: ~Copyable {
 
     private mutating func processCommands() {
         while let command = commands.pop() {
+            shared.lastCommandWake.store(monotonicNanoseconds() &- shared.commandSentAt.load(ordering: .relaxed),
+                                         ordering: .relaxed)
             switch command {
             case .start:
                 switch mode {
@@ -315,13 +317,21 @@ struct AudioRenderer: ~Copyable {
     /// from `played`. With `replayFrom`, the history from there on is written again first.
     private mutating func restartOutput(played: Int, replayFrom: Int?, autoStart: Bool) {
         if !deviceNeedsPrepare {
-            let dropResult = device.drop()
-            if dropResult < 0 { return fail(code: dropResult, operation: .drop) }
+            // One call instead of two when the plugin's prepare replaces its stream (and what
+            // it held): a skip while playing then costs one stream set-up less.
+            let began = monotonicNanoseconds()
+            if autoStart && device.prepareDiscardsPlayback && device.prepare() == 0 {
+                shared.lastDrop.store(0, ordering: .relaxed)
+                shared.lastPrepare.store(monotonicNanoseconds() &- began, ordering: .relaxed)
+            } else {
+                let dropResult = device.drop()
+                shared.lastDrop.store(monotonicNanoseconds() &- began, ordering: .relaxed)
+                if dropResult < 0 { return fail(code: dropResult, operation: .drop) }
+                deviceNeedsPrepare = true
+            }
         }
         if autoStart {
-            let prepareResult = device.prepare()
-            if prepareResult < 0 { return fail(code: prepareResult, operation: .prepare) }
-            deviceNeedsPrepare = false
+            guard prepareDeviceIfNeeded() else { return }
         } else {
             // Prepared only when it starts: a stream prepared long before its start is not
             // always silent until then (ALSA's pulse plugin lets a re-prepared stream run
@@ -354,15 +364,31 @@ struct AudioRenderer: ~Copyable {
     /// Writes the staged frames into the prepared device and starts it: the first frame the
     /// device plays is the first frame staged.
     private mutating func startDevice() {
-        if deviceNeedsPrepare {
-            let prepareResult = device.prepare()
-            if prepareResult < 0 { return fail(code: prepareResult, operation: .prepare) }
-            deviceNeedsPrepare = false
-        }
+        guard prepareDeviceIfNeeded() else { return }
+        var began = monotonicNanoseconds()
         guard writeStagedFrames() else { return }
+        var ended = monotonicNanoseconds()
+        shared.lastStartWrite.store(ended &- began, ordering: .relaxed)
+        began = ended
         let result = device.start()
+        ended = monotonicNanoseconds()
+        shared.lastStart.store(ended &- began, ordering: .relaxed)
         if result < 0 { return fail(code: result, operation: .start) }
         mode = endOfQueueFrame == nil ? .running : .draining
+    }
+
+    /// Prepares the device when it was dropped and not prepared since. False after a failure.
+    private mutating func prepareDeviceIfNeeded() -> Bool {
+        guard deviceNeedsPrepare else { return true }
+        let began = monotonicNanoseconds()
+        let result = device.prepare()
+        shared.lastPrepare.store(monotonicNanoseconds() &- began, ordering: .relaxed)
+        if result < 0 {
+            fail(code: result, operation: .prepare)
+            return false
+        }
+        deviceNeedsPrepare = false
+        return true
     }
 
     /// Moves staged frames into the device, as many as it takes. False after a device failure.

@@ -174,6 +174,24 @@ public struct AudioEngineStatistics: Sendable, Equatable {
     public var latencyInFrames: Int
     /// Where skips to the next entry found its first frames.
     public var skips: SkipSources
+    /// Where the last start's time went, on the audio thread.
+    public var startTimings = StartTimings()
+
+    /// The audio thread's side of the last start, restart or skip, in nanoseconds: from the
+    /// command being sent to the audio thread taking it, and each device call it made.
+    public struct StartTimings: Sendable, Equatable {
+        /// Command sent (control side) → taken by the audio thread (eventfd wake-up).
+        public var commandWake: UInt64 = 0
+        /// `snd_pcm_drop`: what the device held is discarded (skips, seeks).
+        public var drop: UInt64 = 0
+        /// `snd_pcm_prepare`: the stream set up again (for the pulse plugin, a new stream).
+        public var prepare: UInt64 = 0
+        /// The staged first frames written into the prepared device.
+        public var write: UInt64 = 0
+        /// `snd_pcm_start`.
+        public var start: UInt64 = 0
+        public init() {}
+    }
 
     public struct SkipSources: Sendable, Equatable {
         /// Already written to the device but not yet heard: written again at once.

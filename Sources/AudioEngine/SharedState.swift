@@ -26,6 +26,14 @@ final class EngineSharedState: Sendable {
     /// Set by the audio thread while it waits for decoded frames: the decoder then wakes it
     /// after each write instead of letting it poll.
     let audioWantsData = Atomic<Bool>(false)
+    // Where a start's time goes (see AudioEngineStatistics.StartTimings), nanoseconds.
+    /// When the last command was sent (CLOCK_MONOTONIC), stamped by the control side.
+    let commandSentAt = Atomic<UInt64>(0)
+    let lastCommandWake = Atomic<UInt64>(0)
+    let lastDrop = Atomic<UInt64>(0)
+    let lastPrepare = Atomic<UInt64>(0)
+    let lastStartWrite = Atomic<UInt64>(0)
+    let lastStart = Atomic<UInt64>(0)
 
     @inline(__always)
     func publishPosition(token: UInt64?, frame: Int, playedFrames played: Int) {

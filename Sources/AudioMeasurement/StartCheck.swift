@@ -140,3 +140,65 @@ extension MonitorRecorder {
         return nil
     }
 }
+
+extension MonitorRecorder {
+    /// Frames of one block of the sink, as the recorder's latency request sets it: new audio
+    /// can start that far into a block already sent to the monitor, so up to this many of its
+    /// first frames may never be seen there.
+    public var blockFrames: Int { (latencyMilliseconds * sampleRate + 999) / 1_000 }
+
+    /// Checks a switch from one sound to another (a skip while something is heard): where,
+    /// after `call`, `track` is first heard from `expectedFrame` (within `searchFrames`), and
+    /// whether the next `compareFrames` are the track bit for bit — the old audio still mixed
+    /// in, or frames lost, would differ. `framesHeardBeforeCall` is not measured (0).
+    public func checkSwitch(call: UInt64, track: [Int16], expectedFrame: Int = 0, searchFrames: Int = 1_024,
+                            compareFrames: Int = 44_100, timeout: Double = 2) -> StartCheck {
+        let lookFrames = Int(0.3 * Double(sampleRate))
+        let deadline = monotonicNanoseconds() + UInt64((timeout + Double(compareFrames) / Double(sampleRate)) * 1e9)
+        var arrived: [Chunk] = []
+        while monotonicNanoseconds() < deadline {
+            arrived = chunks(arrivedAfter: call)
+            if arrived.reduce(0, { $0 + $1.samples.count / 2 }) >= lookFrames + compareFrames { break }
+            usleep(5_000)
+        }
+        let heard = arrived.flatMap(\.samples)
+        // Track frames in the window, by their first sample pair.
+        var candidates: [Int32: [Int]] = [:]
+        let last = min(expectedFrame + searchFrames, track.count / 2 - 32)
+        if expectedFrame <= last {
+            for frame in expectedFrame...last {
+                candidates[Int32(track[frame * 2]) << 16 | Int32(UInt16(bitPattern: track[frame * 2 + 1])), default: []].append(frame)
+            }
+        }
+        var found: (heardFrame: Int, trackFrame: Int)?
+        var position = 0
+        search: while position + 32 <= min(lookFrames, heard.count / 2 - 32) {
+            let key = Int32(heard[position * 2]) << 16 | Int32(UInt16(bitPattern: heard[position * 2 + 1]))
+            for candidate in candidates[key] ?? [] where
+                Array(heard[(position * 2)..<((position + 32) * 2)]) == Array(track[(candidate * 2)..<((candidate + 32) * 2)]) {
+                found = (position, candidate)
+                break search
+            }
+            position += 1
+        }
+        guard let found else {
+            return StartCheck(milliseconds: nil, framesHeardBeforeCall: 0, landingFrame: nil, comparedFrames: 0,
+                              mismatchedFrames: 0)
+        }
+        var frameCount = 0
+        var arrival = call
+        for chunk in arrived {
+            frameCount += chunk.samples.count / 2
+            if frameCount > found.heardFrame { arrival = chunk.arrivalNanoseconds; break }
+        }
+        let compared = min(compareFrames, heard.count / 2 - found.heardFrame, track.count / 2 - found.trackFrame)
+        var mismatched = 0
+        for frame in 0..<max(0, compared) where heard[(found.heardFrame + frame) * 2] != track[(found.trackFrame + frame) * 2]
+            || heard[(found.heardFrame + frame) * 2 + 1] != track[(found.trackFrame + frame) * 2 + 1] {
+            mismatched += 1
+        }
+        return StartCheck(milliseconds: Double(Int64(bitPattern: arrival &- call)) / 1e6, framesHeardBeforeCall: 0,
+                          landingFrame: found.trackFrame - expectedFrame, comparedFrames: max(0, compared),
+                          mismatchedFrames: mismatched, heardTrackFrame: found.trackFrame)
+    }
+}

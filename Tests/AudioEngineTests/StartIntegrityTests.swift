@@ -114,6 +114,27 @@ final class StartIntegrityTests: XCTestCase {
         engine.stop()
     }
 
+    func testSkipFromSoundToSoundLeavesNothingOfTheOldEntry() throws {
+        let recorder = try recorder()
+        let engine = try pulseEngine()
+        settle(recorder)
+        let toneURL = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(toneURL, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
+        engine.setQueue(AudioEntryList(paths: [toneURL.path, sweepURL.path]))
+        try engine.play()
+        usleep(600_000)  // the tone is heard; the sweep is prerolled
+        let call = monotonicNanoseconds()
+        engine.skipToNextEntry()
+        // From where the sweep is first heard, a second of it bit for bit: any of the tone
+        // still mixed in, or a lost frame, would differ.
+        let check = recorder.checkSwitch(call: call, track: sweep)
+        XCTAssertNotNil(check.landingFrame, "the sweep is heard unmixed after the skip (\(check))")
+        XCTAssertLessThanOrEqual(check.landingFrame ?? .max, Self.monitorLandingFloor, "from its first frame (\(check))")
+        XCTAssertGreaterThanOrEqual(check.comparedFrames, 44_100, "a second compared (\(check))")
+        XCTAssertEqual(check.mismatchedFrames, 0, "bit-exact after the skip (\(check))")
+        engine.stop()
+    }
+
     func testSeekWhilePausedIsSilentAndResumesAtTheTarget() throws {
         let recorder = try recorder()
         let engine = try pulseEngine()
