@@ -52,7 +52,9 @@ let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlink
 let repository = executable.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 let assets = repository.appendingPathComponent("Assets")
-let musickit = executable.deletingLastPathComponent().appendingPathComponent("musickit")
+// The CLI as scripts/build makes it (scripts/bench says where), else the one built beside this.
+let musickit = ProcessInfo.processInfo.environment["MUSICKIT_BENCH_CLI"].map { URL(fileURLWithPath: $0) }
+    ?? executable.deletingLastPathComponent().appendingPathComponent("musickit")
 
 let report = Report()
 let fixtures = try Fixtures(assets: assets)

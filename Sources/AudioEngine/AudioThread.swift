@@ -429,6 +429,8 @@ struct AudioRenderer: ~Copyable {
     /// Writes what the device can take and publishes what was heard.
     private mutating func service() {
         discardStaleFrames()
+        let simulatedError = shared.simulatedDeviceError.exchange(0, ordering: .relaxed)
+        if simulatedError != 0 && (mode == .running || mode == .draining) { recoverDevice(simulatedError) }
         switch mode {
         case .filling(let autoStart):
             fill(autoStart: autoStart)

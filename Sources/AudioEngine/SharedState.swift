@@ -26,6 +26,9 @@ final class EngineSharedState: Sendable {
     /// Set by the audio thread while it waits for decoded frames: the decoder then wakes it
     /// after each write instead of letting it poll.
     let audioWantsData = Atomic<Bool>(false)
+    /// A device error (negative errno) the audio thread acts on as if its next write had
+    /// returned it: how tests drive the xrun recovery on a device that never fails.
+    let simulatedDeviceError = Atomic<Int>(0)
     // Where a start's time goes (see AudioEngineStatistics.StartTimings), nanoseconds.
     /// When the last command was sent (CLOCK_MONOTONIC), stamped by the control side.
     let commandSentAt = Atomic<UInt64>(0)

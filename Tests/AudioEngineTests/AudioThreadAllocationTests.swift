@@ -59,6 +59,44 @@ final class AudioThreadAllocationTests: XCTestCase {
         _ = played
     }
 
+    func testAudioThreadMakesNoAllocationThroughUnderrunsAndAnXrunRecovery() throws {
+        try XCTSkipIf(Self.isDebugBuild, "run in an optimized build: swift test -c release -Xswiftc -enable-testing")
+        let directory = try makeTemporaryDirectory(self)
+        let url = directory.appendingPathComponent("sweep.flac")
+        try writeAudioFile(url, TestSignal.sweep(frames: 30 * 44_100))
+        EngineSession.audioThreadStartHook.withLock { hook in
+            hook = { allocation_counter_watch_current_thread() }
+        }
+        defer { EngineSession.audioThreadStartHook.withLock { $0 = nil } }
+
+        // A device without a clock that still gets silence when the decoder is late: the audio
+        // thread outruns the decoder, so it inserts silence (underruns) again and again.
+        var configuration = AudioEngineConfiguration(deviceName: "null")
+        configuration.sampleFormats = [.int16]
+        configuration.underrunBehavior = .insertSilence
+        configuration.realtimePriority = nil
+        let engine = AudioEngine(configuration: configuration)
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: [url.path]))
+        allocation_counter_reset()
+        try engine.play()
+        // Xruns while it plays: each recovered (snd_pcm_recover), refilled and restarted.
+        for _ in 0..<400 where engine.statistics.xruns < 2 && engine.status == .playing {
+            engine.simulateDeviceError(-EPIPE)
+            usleep(250)
+        }
+        recorder.waitForQueueFinished(timeout: 30)
+        let statistics = engine.statistics
+        let allocations = allocation_counter_allocations()
+        let frees = allocation_counter_frees()
+        engine.stop()
+
+        XCTAssertGreaterThan(statistics.underruns, 0, "silence was inserted")
+        XCTAssertGreaterThan(statistics.xruns, 0, "an xrun was recovered")
+        XCTAssertEqual(allocations, 0, "allocations on the audio thread")
+        XCTAssertEqual(frees, 0, "frees on the audio thread")
+    }
+
     private static var isDebugBuild: Bool {
         #if DEBUG
         true
