@@ -7,10 +7,13 @@ import Foundation
 // Run it through scripts/bench, which starts the sink.
 
 let usage = """
-usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--output FILE]
+usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
+                      [--output FILE]
 
-groups: ttfa, skip, seek, gap, cpu, load, player, ring, decode, cli, peers, catalog, library
+groups: ttfa, skip, seek, gap, cpu, load, player, ring, decode, cli, peers, catalog, library, and fuzz (only
+when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant crashed or hung)
 --songs N: songs in the generated catalog (default 1,000,000)
+--mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
 """
@@ -20,6 +23,8 @@ var only: Set<String>?
 var withPeers = true
 var outputPath: String?
 var catalogSongs = 1_000_000
+var mutants = 2_000
+var fuzzSeed: UInt64 = 20_261_130
 var arguments = Array(CommandLine.arguments.dropFirst())
 while let argument = arguments.first {
     arguments.removeFirst()
@@ -33,6 +38,14 @@ while let argument = arguments.first {
         only = Set(value.split(separator: ",").map(String.init))
         arguments.removeFirst()
     case "--no-peers": withPeers = false
+    case "--mutants":
+        guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
+        mutants = value
+        arguments.removeFirst()
+    case "--fuzz-seed":
+        guard let value = arguments.first.flatMap(UInt64.init) else { print(usage); exit(2) }
+        fuzzSeed = value
+        arguments.removeFirst()
     case "--songs":
         guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
         catalogSongs = value
@@ -46,7 +59,9 @@ while let argument = arguments.first {
     }
 }
 
-@MainActor func wants(_ group: String) -> Bool { only?.contains(group) ?? (group != "peers" || withPeers) }
+@MainActor func wants(_ group: String) -> Bool {
+    only?.contains(group) ?? (group != "fuzz" && (group != "peers" || withPeers))
+}
 
 let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
 let repository = executable.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -64,6 +79,14 @@ let throughput = ThroughputBenchmarks(fixtures: fixtures, runs: runs, report: re
 if wants("ring") { progress("ring buffer"); throughput.ringBuffer() }
 if wants("decode") { progress("decoding"); try throughput.decoding() }
 if wants("library") { progress("library"); try LibraryBenchmarks(fileCount: 10_000, runs: runs, report: report).run() }
+var fuzzFound = false
+if wants("fuzz") {
+    progress("decoder fuzzing: \(mutants) mutants")
+    let findings = try FuzzBenchmarks(musickit: musickit, mutants: mutants, seed: fuzzSeed, report: report)
+        .run(findingsDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+            .appendingPathComponent(".build/fuzz-findings"))
+    fuzzFound = !findings.crashes.isEmpty || !findings.hangs.isEmpty
+}
 if wants("catalog") {
     progress("catalog of \(catalogSongs) songs")
     try CatalogBenchmarks(songCount: catalogSongs, runs: runs, report: report).run()
@@ -150,3 +173,4 @@ if realTimeGroups.contains(where: { wants($0) }) {
     print(table)
     if let outputPath { try table.write(toFile: outputPath, atomically: true, encoding: .utf8) }
 }
+if fuzzFound { exit(1) }

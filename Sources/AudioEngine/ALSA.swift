@@ -104,7 +104,7 @@ final class PCMDevice: @unchecked Sendable {
         let openResult = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         if openResult < 0 {
             throw ALSAError(operation: "snd_pcm_open", code: openResult, device: name,
-                            hint: PCMDevice.availableDevicesHint())
+                            hint: PCMDevice.openFailureHint(code: openResult, device: name))
         }
         handle = pcm!
         prepareDiscardsPlayback = snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG
@@ -259,6 +259,23 @@ final class PCMDevice: @unchecked Sendable {
             cursor += 1
         }
         return names
+    }
+
+    /// What to check when `device` could not be opened with `code`.
+    static func openFailureHint(code: Int32, device: String) -> String {
+        let server = getenv("PULSE_SERVER").map { "PULSE_SERVER is \(String(cString: $0))" } ?? "PULSE_SERVER is not set"
+        switch -code {
+        case ECONNREFUSED, EHOSTDOWN, ECONNRESET:
+            return "The sound server could not be reached: is PulseAudio or PipeWire running for this user "
+                + "(`pactl info`)? \(server). " + availableDevicesHint()
+        case ENOENT where device == "default" || device == "pulse" || device == "pipewire":
+            return "Neither a sound server nor a sound card answered: is PulseAudio or PipeWire running for this "
+                + "user (`pactl info`), is there a sound card (`aplay -l`)? \(server). " + availableDevicesHint()
+        case EBUSY:
+            return "Another program holds the device; a sound server shares it (--device default). " + availableDevicesHint()
+        default:
+            return availableDevicesHint()
+        }
     }
 
     static func availableDevicesHint() -> String {

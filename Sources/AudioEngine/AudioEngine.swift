@@ -209,6 +209,7 @@ public final class AudioEngine: Sendable {
         return AudioEngineStatistics(device: session.device.configuration,
                                      isRealtime: shared.isRealtime.load(ordering: .relaxed),
                                      underruns: shared.underruns.load(ordering: .relaxed),
+                                     underrunSilenceFrames: shared.underrunSilenceFrames.load(ordering: .relaxed),
                                      xruns: shared.xruns.load(ordering: .relaxed),
                                      latencyInFrames: shared.latencyFrames.load(ordering: .relaxed),
                                      skips: skips, startTimings: timings)

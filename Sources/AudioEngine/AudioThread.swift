@@ -96,6 +96,8 @@ struct AudioRenderer: ~Copyable {
 
     private(set) var mode: Mode = .filling(autoStart: false)
     private var underruns = 0
+    /// Frames of silence written because the decoder was late.
+    private var underrunSilenceFrames = 0
     private var inUnderrun = false
     private var xruns = 0
     private var primedAnnounced = false
@@ -565,6 +567,8 @@ struct AudioRenderer: ~Copyable {
             (devicePeriod + periodRendered * bytesPerFrame)
                 .initializeMemory(as: UInt8.self, repeating: 0, count: (periodFrames - periodRendered) * bytesPerFrame)
             if endOfQueueFrame == nil {
+                underrunSilenceFrames += periodFrames - periodRendered
+                shared.underrunSilenceFrames.store(underrunSilenceFrames, ordering: .relaxed)
                 if !inUnderrun {
                     inUnderrun = true
                     underruns += 1

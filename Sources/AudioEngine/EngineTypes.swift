@@ -168,7 +168,11 @@ public struct AudioEngineStatistics: Sendable, Equatable {
     public var device: PCMConfiguration?
     /// Whether the audio thread runs with SCHED_FIFO.
     public var isRealtime: Bool
+    /// Times the decoder was late and silence was written instead (each run of silence once).
     public var underruns: Int
+    /// Frames of silence written because the decoder was late (`underruns` in time).
+    public var underrunSilenceFrames: Int = 0
+    /// Times the device ran dry or was suspended and was recovered.
     public var xruns: Int
     /// Frames from a write to its sound at the output, as the device reported it last.
     public var latencyInFrames: Int

@@ -14,6 +14,7 @@ final class EngineSharedState: Sendable {
     let playedFrames = Atomic<Int>(0)
 
     let underruns = Atomic<Int>(0)
+    let underrunSilenceFrames = Atomic<Int>(0)
     // Where skips to the next entry found its first frames (see AudioRenderer.skipToNext).
     let skipsFromDeviceBuffer = Atomic<Int>(0)
     let skipsFromRing = Atomic<Int>(0)

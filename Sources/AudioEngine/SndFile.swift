@@ -11,6 +11,8 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable 
         case missing
         /// The file exists but has no bytes.
         case empty
+        /// The file is a valid audio file that holds no frames (a header alone).
+        case noAudio
         /// The file could not be opened for reading (permissions, a directory, ...).
         case unreadable(String)
         /// The file's contents are not a format libsndfile reads here.
@@ -33,6 +35,7 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable 
         switch reason {
         case .missing: "\(path): no such file"
         case .empty: "\(path): the file is empty"
+        case .noAudio: "\(path): holds no audio (0 frames)"
         case .unreadable(let why): "\(path): cannot be read (\(why))"
         case .unsupportedFormat(let why): "\(path): unsupported audio format (\(why))"
         case .corrupt(let why): "\(path): corrupt audio data (\(why))"
@@ -88,6 +91,11 @@ public final class AudioFileDecoder {
         if (status.st_mode & S_IFMT) == S_IFDIR {
             throw DecoderError(path: path, reason: .unreadable("it is a directory"))
         }
+        if (status.st_mode & S_IFMT) != S_IFREG {
+            // A pipe, a device (/dev/zero) or a socket: no length, and reading may never end.
+            throw DecoderError(path: path, reason: .unreadable("it is not a regular file but a "
+                + ((status.st_mode & S_IFMT) == S_IFIFO ? "pipe" : (status.st_mode & S_IFMT) == S_IFSOCK ? "socket" : "device")))
+        }
         if status.st_size == 0 { throw DecoderError(path: path, reason: .empty) }
         if access(path, R_OK) != 0 {
             throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno))))
@@ -96,7 +104,12 @@ public final class AudioFileDecoder {
         var sfinfo = SF_INFO()
         guard let handle = sf_open(path, Int32(SFM_READ), &sfinfo) else {
             let code = sf_error(nil)
-            let message = String(cString: sf_strerror(nil))
+            var message = String(cString: sf_strerror(nil))
+            if message.contains("not a regular file") || message.contains("does not exist") {
+                // libsndfile says this when a decoder it tried (mpg123 for .mp3) gave up on the
+                // data; the file was checked above and is a readable regular file.
+                message = "no audio stream found in the data"
+            }
             let fileExtension = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
             let reason: DecoderError.Reason
             switch Int(code) {
@@ -117,6 +130,10 @@ public final class AudioFileDecoder {
         if sfinfo.channels < 1 || sfinfo.samplerate < 1 {
             sf_close(handle)
             throw DecoderError(path: path, reason: .corrupt("declares \(sfinfo.channels) channels at \(sfinfo.samplerate) Hz"))
+        }
+        if sfinfo.frames == 0 {
+            sf_close(handle)
+            throw DecoderError(path: path, reason: .noAudio)
         }
         // Integer sources are scaled by 1/32768 (16-bit) etc.: exact in Float for up to 24 bits.
         sf_command(handle, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))

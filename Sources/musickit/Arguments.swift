@@ -70,8 +70,11 @@ extension ArgumentSpec {
             }
         }
         if parsed.positionals.count < minimumPositionals {
-            throw UsageError(message: minimumPositionals == 1 ? "missing \(positionalName)"
-                             : "expected at least \(minimumPositionals) \(positionalName)")
+            // Name what is missing: "missing ID" after `catalog songs`, not a count.
+            let names = positionalName.split(separator: " ")
+            let missing = names.count >= minimumPositionals ? String(names[min(parsed.positionals.count, names.count - 1)])
+                : positionalName
+            throw UsageError(message: "missing \(missing)")
         }
         if parsed.positionals.count > maximumPositionals {
             let extra = parsed.positionals[maximumPositionals...].joined(separator: " ")

@@ -69,10 +69,11 @@ enum SearchCommand {
                     return type
                 }
             }
-            for option in ["--limit", "--offset"] {
-                if let value = parsed.option(option), Int(value) == nil || Int(value)! < 0 {
-                    throw UsageError(message: "\(option) needs a number, not \(value)")
-                }
+            if let value = parsed.option("--limit"), !(Int(value).map { (1...50).contains($0) } ?? false) {
+                throw UsageError(message: "--limit takes a number from 1 to 50, not \(value)")
+            }
+            if let value = parsed.option("--offset"), !(Int(value).map { $0 >= 0 } ?? false) {
+                throw UsageError(message: "--offset takes a number from 0 up, not \(value)")
             }
         } catch {
             Console.error("musickit search: \(error)\n\n\(help)\n")
@@ -226,12 +227,20 @@ enum CatalogCommand {
         do {
             let status = try MusicCatalogIndex.importDocuments(paths.map { URL(fileURLWithPath: $0) }) { progress in
                 if progress.phase == .done {
-                    Console.error("imported: \(progress.documentCount) documents, \(progress.resourcesWritten) items\n")
+                    if isatty(2) == 1 { Console.replaceLine("", toStandardError: true) }
                 } else if isatty(2) == 1 {
-                    Console.error("\r\u{1B}[2Kimporting: \(progress.documentsRead)/\(progress.documentCount) documents, \(progress.resourcesWritten) items")
+                    Console.replaceLine("importing: \(progress.documentsRead)/\(progress.documentCount) documents, \(progress.resourcesWritten) items",
+                                        toStandardError: true)
                 }
             }
+            let imported = Set(paths.map { URL(fileURLWithPath: $0).lastPathComponent })
+            let own = status.documentNotes.filter { imported.contains(URL(fileURLWithPath: $0.file).lastPathComponent) }
+            for note in own { Console.error("note: \(note)\n") }
             for error in status.documentErrors { Console.error("warning: not imported: \(error)\n") }
+            let skipped = own.filter { $0.reason.contains("skipped") || $0.reason.contains("nothing to store") }.count
+            let replaced = own.filter { $0.reason.hasPrefix("replaces ") }.count
+            Console.error("imported: \(paths.count) document\(paths.count == 1 ? "" : "s"); the catalog holds "
+                          + "\(status.resourceCount) items (\(replaced) replaced by these documents, \(skipped) skipped)\n")
             return .success
         } catch let error as CatalogDocumentError {
             Console.error("musickit catalog import: \(error)\n")

@@ -87,10 +87,10 @@ enum LibraryCommand {
         Console.error("scanning \(MusicLibraryScanner.folders.map(\.path).joined(separator: ", "))\n")
         let result = try MusicLibraryScanner.scan { progress in
             if interactive {
-                Console.error("\r\u{1B}[2K  \(progress.filesSeen)/\(progress.fileCount) files, \(progress.filesRead) read")
+                Console.replaceLine("  \(progress.filesSeen)/\(progress.fileCount) files, \(progress.filesRead) read", toStandardError: true)
             }
         }
-        if interactive { Console.error("\r\u{1B}[2K") }
+        if interactive { Console.replaceLine("", toStandardError: true) }
         for (path, reason) in result.skipped { Console.error("skipped: \(reason.hasPrefix(path) ? reason : "\(path): \(reason)")\n") }
         Console.out("\(result.filesSeen) files: \(result.added) added, \(result.updated) updated, \(result.unchanged) unchanged, "
                     + "\(result.removed) removed, \(result.skipped.count) skipped\n")

@@ -64,6 +64,8 @@ enum PlayCommand {
             }
             transition = .crossfade(duration: seconds)
         }
+        var engineConfiguration = ApplicationMusicPlayer.defaultEngineConfiguration
+        if let device = parsed.option("--device") { engineConfiguration.deviceName = device }
         // Anything but files is catalog or library content: the app needs access.
         if parsed.positionals.contains(where: { !PlayResolution.isFile($0) }),
            let refused = requireAuthorization("play") {
@@ -80,11 +82,17 @@ enum PlayCommand {
             return .failure
         }
         let player = ApplicationMusicPlayer.shared
-        if let device = parsed.option("--device") { player.engineConfiguration.deviceName = device }
+        player.engineConfiguration = engineConfiguration
         player.state.repeatMode = repeatMode
         player.state.shuffleMode = parsed.has("--shuffle") ? .songs : .off
         player.transition = transition
         let interactive = !parsed.has("--no-ui") && Console.isInteractive
+        if interactive && engineConfiguration.deviceName.split(separator: ":").first == "null" {
+            Console.error("musickit play: --device \(engineConfiguration.deviceName) has no clock: it takes audio as fast as it "
+                          + "is written, so the player would race through the songs. Use it with --no-ui (for scripts "
+                          + "and tests), or pick a device that plays (`aplay -L`).\n")
+            return .usage
+        }
         return PlayerSession(player: player, interactive: interactive).run(items)
     }
 }
@@ -102,6 +110,39 @@ final class PlayerSession: @unchecked Sendable {
         var failures = 0
         var statusLineShown = false
         var headerShown = false
+        /// The engine's dropout counters when the entry being heard started, and its name.
+        var dropoutsAtEntryStart = Dropouts()
+        var heardEntry: String?
+    }
+
+    /// Underruns (silence written because the decoder was late) and device xruns.
+    struct Dropouts: Equatable {
+        var underruns = 0
+        var silenceFrames = 0
+        var xruns = 0
+        var sampleRate = 44_100
+
+        init() {}
+        init(_ statistics: AudioEngineStatistics) {
+            underruns = statistics.underruns
+            silenceFrames = statistics.underrunSilenceFrames
+            xruns = statistics.xruns
+            sampleRate = statistics.device?.sampleRate ?? 44_100
+        }
+
+        /// "3 underruns (1.8 s of silence), 1 xrun" for what happened since `start`; nil when nothing did.
+        func since(_ start: Dropouts) -> String? {
+            let underruns = max(0, self.underruns - start.underruns)
+            let xruns = max(0, self.xruns - start.xruns)
+            guard underruns + xruns > 0 else { return nil }
+            var parts: [String] = []
+            if underruns > 0 {
+                let seconds = Double(max(0, silenceFrames - start.silenceFrames)) / Double(sampleRate)
+                parts.append("\(underruns) underrun\(underruns == 1 ? "" : "s") (\(String(format: "%.1f", seconds)) s of silence)")
+            }
+            if xruns > 0 { parts.append("\(xruns) xrun\(xruns == 1 ? "" : "s") (the device ran dry and was restarted)") }
+            return parts.joined(separator: ", ")
+        }
     }
     private let state = Mutex(State())
 
@@ -238,17 +279,34 @@ final class PlayerSession: @unchecked Sendable {
             if state.withLock({ state in defer { state.headerShown = true }; return !state.headerShown }) {
                 printHeader()
             }
-            state.withLock { $0.started += 1 }
-            print(line: "▶ \(position(of: entry)) \(describe(entry))")
+            reportDropouts()
+            let name = "\(position(of: entry)) \(describe(entry))"
+            let now = Dropouts(player.engineStatistics)
+            state.withLock { state in
+                state.started += 1
+                state.dropoutsAtEntryStart = now
+                state.heardEntry = name
+            }
+            print(line: "▶ \(name)")
         case .entryFailed(let entry, let reason):
             state.withLock { $0.failures += 1 }
             let what = entry.map { "\(position(of: $0)) skipped “\($0.title)”" } ?? "skipped an entry"
             print(line: "✗ \(what): \(reason)", toStandardError: true)
         case .queueFinished:
+            reportDropouts()
             finish(.success)
         case .interrupted(let reason):
             print(line: "musickit play: \(reason)", toStandardError: true)
             finish(.deviceError)
+        }
+    }
+
+    /// Says what dropped out while the entry that was heard played (underruns, xruns), if anything.
+    private func reportDropouts() {
+        let now = Dropouts(player.engineStatistics)
+        let (start, entry) = state.withLock { ($0.dropoutsAtEntryStart, $0.heardEntry) }
+        if let entry, let summary = now.since(start) {
+            print(line: "  ⚠ \(summary) during \(entry)", toStandardError: true)
         }
     }
 
@@ -312,9 +370,12 @@ final class PlayerSession: @unchecked Sendable {
         case .none: break
         }
         if player.state.shuffleMode == .songs { modes.append("shuffle") }
+        if let dropouts = Dropouts(player.engineStatistics).since(state.withLock { $0.dropoutsAtEntryStart }) {
+            modes.append("⚠ " + dropouts)
+        }
         let title = entry.map { String($0.title.prefix(40)) } ?? ""
-        Console.out("\r\u{1B}[2K  \(status) \(title)  \(time)\(modes.isEmpty ? "" : "  [" + modes.joined(separator: ", ") + "]")"
-                    + "   space n p ←/→ f b r s q")
+        Console.replaceLine("  \(status) \(title)  \(time)\(modes.isEmpty ? "" : "  [" + modes.joined(separator: ", ") + "]")"
+                            + "   space n p ←/→ f b r s q")
     }
 
     private func clearStatusLine() {
@@ -323,6 +384,6 @@ final class PlayerSession: @unchecked Sendable {
             defer { state.statusLineShown = false }
             return state.statusLineShown
         }
-        if shown { Console.out("\r\u{1B}[2K") }
+        if shown { Console.replaceLine("") }
     }
 }

@@ -18,6 +18,7 @@ func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) thro
 
 /// Plain-text columns for people: each column as wide as its widest cell (up to a limit).
 func table(_ header: [String], _ rows: [[String]], maximumWidth: Int = 44) -> String {
+    let rows = rows.map { $0.map { terminalSafe($0, keepingLines: false) } }
     let widths = header.indices.map { column in
         min(maximumWidth, ([header[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0)
     }
@@ -30,11 +31,23 @@ func table(_ header: [String], _ rows: [[String]], maximumWidth: Int = 44) -> St
     return ([line(header)] + rows.map(line)).joined(separator: "\n")
 }
 
-/// JSON for scripts: sorted keys, readable.
+/// JSON for scripts: sorted keys, readable. Control characters in strings are escaped (the
+/// encoder escapes U+0000–U+001F; DEL and U+0080–U+009F are escaped here), so the text is
+/// safe on a terminal and stays valid JSON.
 func jsonText<T: Encodable>(_ value: T) throws -> String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    return String(decoding: try encoder.encode(value), as: UTF8.self)
+    let text = String(decoding: try encoder.encode(value), as: UTF8.self)
+    guard text.unicodeScalars.contains(where: { $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) else { return text }
+    var escaped = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+        if scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) {
+            escaped.append(contentsOf: String(format: "\\u%04x", scalar.value).unicodeScalars)
+        } else {
+            escaped.append(scalar)
+        }
+    }
+    return String(escaped)
 }
 
 /// Opens the catalog, showing import progress on stderr when it has to be built, and
@@ -45,11 +58,12 @@ func prepareCatalog(quiet: Bool = false) throws {
         guard interactive else { return }
         switch progress.phase {
         case .reading, .writing:
-            Console.error("\r\u{1B}[2Kimporting the catalog: \(progress.documentsRead)/\(progress.documentCount) documents, \(progress.resourcesWritten) items")
+            Console.replaceLine("importing the catalog: \(progress.documentsRead)/\(progress.documentCount) documents, "
+                                + "\(progress.resourcesWritten) items", toStandardError: true)
         case .indexing:
-            Console.error("\r\u{1B}[2Kimporting the catalog: indexing \(progress.resourcesWritten) items")
+            Console.replaceLine("importing the catalog: indexing \(progress.resourcesWritten) items", toStandardError: true)
         case .done:
-            Console.error("\r\u{1B}[2K")
+            Console.replaceLine("", toStandardError: true)
         }
     }
     if let reason = status.rebuildReason, reason != "first use", !quiet {

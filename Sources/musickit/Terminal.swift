@@ -28,10 +28,19 @@ enum ExitCode: Int32 {
     """
 }
 
-/// Writes to stdout and stderr without buffering surprises.
+/// Writes to stdout and stderr without buffering surprises. Everything written is made safe
+/// for a terminal first (`terminalSafe`): titles, artists, tags, paths and messages come from
+/// outside, and a tag holding `ESC ] 0; … BEL` or `ESC [2J` must not retitle or clear the
+/// person's terminal. The tool's own line redraws go through `replaceLine`.
 enum Console {
-    static func out(_ text: String) { write(1, text) }
-    static func error(_ text: String) { write(2, text) }
+    static func out(_ text: String) { write(1, terminalSafe(text, keepingLines: true)) }
+    static func error(_ text: String) { write(2, terminalSafe(text, keepingLines: true)) }
+
+    /// Redraws the current line of stdout (or stderr) with `text`: the one escape sequence
+    /// the tool itself writes (carriage return, erase line), then `text` made safe.
+    static func replaceLine(_ text: String, toStandardError: Bool = false) {
+        write(toStandardError ? 2 : 1, "\r\u{1B}[2K" + terminalSafe(text, keepingLines: false))
+    }
 
     private static func write(_ descriptor: Int32, _ text: String) {
         var remaining = Array(text.utf8)
@@ -127,6 +136,38 @@ final class SignalHandlers: @unchecked Sendable {
 }
 
 /// "3:07", "1:02:03".
+/// `text` with every control character shown instead of obeyed: C0 controls as `\e`, `\r`,
+/// `\t`, `\n` or `\xNN`, DEL and the C1 controls (U+0080–U+009F, which some terminals also
+/// obey) as `\u{NN}`. With `keepingLines`, newlines and tabs are kept as they are.
+func terminalSafe(_ text: String, keepingLines: Bool) -> String {
+    guard text.unicodeScalars.contains(where: { isTerminalControl($0, keepingLines: keepingLines) }) else { return text }
+    var result = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+        guard isTerminalControl(scalar, keepingLines: keepingLines) else {
+            result.append(scalar)
+            continue
+        }
+        let shown: String = switch scalar.value {
+        case 0x1B: "\\e"
+        case 0x0D: "\\r"
+        case 0x0A: "\\n"
+        case 0x09: "\\t"
+        case 0..<0x20: "\\x" + String(format: "%02X", scalar.value)
+        default: "\\u{" + String(format: "%02X", scalar.value) + "}"
+        }
+        result.append(contentsOf: shown.unicodeScalars)
+    }
+    return String(result)
+}
+
+private func isTerminalControl(_ scalar: Unicode.Scalar, keepingLines: Bool) -> Bool {
+    switch scalar.value {
+    case 0x0A, 0x09: !keepingLines
+    case 0..<0x20, 0x7F, 0x80...0x9F: true
+    default: false
+    }
+}
+
 func formatTime(_ seconds: Double) -> String {
     guard seconds.isFinite, seconds >= 0 else { return "--:--" }
     let total = Int(seconds)

@@ -23,6 +23,8 @@ let commands: [Command] = [
             run: AuthorizeCommand.run),
     Command(name: "subscribe", summary: "the Apple Music subscription offer", help: SubscribeCommand.help,
             run: SubscribeCommand.run),
+    Command(name: "probe", summary: "what an audio file is and whether it plays (decoded, not played)",
+            help: ProbeCommand.help, run: ProbeCommand.run),
 ]
 
 let generalHelp = """

@@ -10,6 +10,66 @@ final class CatalogSearchAndStoreTests: XCTestCase {
         environment = try useTemporaryEnvironment(self)
     }
 
+    func testAnImportedDocumentsRelativePreviewAndArtworkPointIntoItsOwnFolder() async throws {
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-doc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: source.appendingPathComponent("media"), withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: source) }
+        try Data("clip".utf8).write(to: source.appendingPathComponent("media/clip.ogg"))
+        let document = source.appendingPathComponent("mine.json")
+        try Data(#"""
+            {"storefront": "us", "data": [{"id": "900000002", "type": "songs", "attributes": {
+              "name": "Relative", "artistName": "Me", "durationInMillis": 1000,
+              "artwork": {"url": "media/cover-{w}x{h}.png", "width": 600, "height": 600},
+              "previews": [{"url": "media/clip.ogg"}],
+              "playParams": {"id": "900000002", "kind": "song"}}}]}
+            """#.utf8).write(to: document)
+        _ = try MusicCatalogIndex.importDocuments([document], environment: environment)
+        let song = try await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: "900000002").response().items.first
+        let preview = try XCTUnwrap(song?.previewAssets?.first?.url)
+        XCTAssertEqual(preview.standardizedFileURL.path, source.appendingPathComponent("media/clip.ogg").standardizedFileURL.path,
+                       "the preview is the file beside the document, not beside its copy")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: preview.path))
+        let artwork = try XCTUnwrap(song?.artwork?.url(width: 100, height: 100))
+        XCTAssertEqual(artwork.path, source.appendingPathComponent("media/cover-100x100.png").standardizedFileURL.path)
+    }
+
+    func testImportSaysWhatItSkippedOrReplacedAndCountsWhatItKept() async throws {
+        let before = try MusicCatalogIndex.prepare(environment: environment).resourceCount
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-notes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        let document = folder.appendingPathComponent("notes.json")
+        try Data(#"""
+            {"storefront": "us", "data": [
+              {"id": "p1", "type": "podcasts", "attributes": {"name": "Not Music"}},
+              {"id": 900000010, "type": "songs", "attributes": {"name": "Numbered"}},
+              {"id": "900000011", "type": "songs", "attributes": {"name": "Backwards", "durationInMillis": -5}},
+              {"id": "900000012", "type": "songs"},
+              {"id": "\#(BundledCatalog.ezerEv.rawValue)", "type": "songs", "attributes": {"name": "My Ezer", "artistName": "Me"}}
+            ]}
+            """#.utf8).write(to: document)
+        let status = try MusicCatalogIndex.importDocuments([document], environment: environment)
+        let notes = status.documentNotes.filter { $0.file == MusicCatalogService.userDocumentsDirectory(environment)
+            .appendingPathComponent("notes.json").path }
+        let paths = Set(notes.map(\.jsonPath))
+        XCTAssertEqual(paths, ["data[0].type", "data[1].id", "data[2].attributes.durationInMillis", "data[3]", "data[4]"],
+                       "\(notes)")
+        XCTAssertTrue(notes.contains { $0.jsonPath == "data[0].type" && $0.reason.contains("unknown resource type \"podcasts\"") })
+        XCTAssertTrue(notes.contains { $0.jsonPath == "data[4]" && $0.reason.contains("replaces us/songs/\(BundledCatalog.ezerEv.rawValue)") })
+        XCTAssertEqual(status.resourceCount, before + 1, "only the numbered song is new; the replacement is not counted twice")
+        let mine = try await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: BundledCatalog.ezerEv).response().items
+        XCTAssertEqual(mine.first?.title, "My Ezer", "a person's document overrides the bundled one")
+    }
+
+    func testImportingAFolderSaysSoInsteadOfAnOpaqueError() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-folder-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        XCTAssertThrowsError(try MusicCatalogIndex.importDocuments([folder], environment: environment)) { error in
+            XCTAssertTrue("\(error)".contains("is a folder"), "\(error)")
+        }
+    }
+
     func testSearchFindsByTitleArtistAndAlbumIgnoringAccents() async throws {
         let byTitle = try await MusicCatalogSearchRequest(term: "vermocsar", types: [Song.self]).response()
         XCTAssertEqual(byTitle.songs.map(\.title), ["Vérmocsár"], "diacritics do not matter")

@@ -249,9 +249,87 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(unsubscribed.err.contains("needs a subscription"), unsubscribed.err)
     }
 
+    func testTitlesFromTagsCannotDriveTheTerminal() throws {
+        var environment = try isolatedEnvironment()
+        environment["MUSICKIT_AUTHORIZATION"] = "authorized"
+        let folder = try temporaryDirectory()
+        // A tag that would retitle the terminal (OSC 0) and clear it (CSI 2J), and a C1 CSI.
+        let evil = "Evil\u{1B}]0;pwned\u{07}\u{1B}[2J\u{9B}31m"
+        try tone(folder.appendingPathComponent("evil.flac"), hz: 440, seconds: 0.2, title: evil)
+        XCTAssertEqual(try run(["library", "scan", folder.path], environment: environment).code, 0)
+        let listed = try run(["library", "list", "songs"], environment: environment)
+        XCTAssertEqual(listed.code, 0, listed.err)
+        XCTAssertFalse(listed.out.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B },
+                       "no control character reaches the terminal")
+        XCTAssertTrue(listed.out.contains(#"Evil\e]0;pwned\x07\e[2J\u{9B}31m"#), "shown escaped: \(listed.out)")
+        let json = try run(["library", "list", "songs", "--json"], environment: environment)
+        XCTAssertFalse(json.out.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B })
+        let decoded = try JSONSerialization.jsonObject(with: Data(json.out.utf8))
+        XCTAssertTrue("\(decoded)".contains("pwned"), "the JSON stays valid and keeps the title")
+        XCTAssertTrue(json.out.contains(#"\u001b"#) || json.out.contains(#"\u001B"#), json.out)
+    }
+
+    func testUnderrunsAreReportedForTheEntryTheyHappenedIn() throws {
+        // A device without a clock takes frames faster than any decoder makes them: the
+        // engine inserts silence (underruns), and the CLI says so for the entry.
+        let folder = try temporaryDirectory()
+        let file = folder.appendingPathComponent("long.flac")
+        try tone(file, hz: 440, seconds: 8, title: "Long Tone")
+        let result = try run(["play", "--no-ui", "--device", "null", file.path])
+        XCTAssertEqual(result.code, 0, result.err)
+        XCTAssertTrue(result.err.contains("underrun"), result.err)
+        XCTAssertTrue(result.err.contains("s of silence) during [1/1] Long Tone"), result.err)
+    }
+
+    func testProbeDecodesAFileToTheEndOrSaysWhyNot() throws {
+        let folder = try temporaryDirectory()
+        let good = folder.appendingPathComponent("good.flac")
+        try tone(good, hz: 440, seconds: 0.5, title: "Probe Tone")
+        let fine = try run(["probe", good.path])
+        XCTAssertEqual(fine.code, 0, fine.err)
+        XCTAssertTrue(fine.out.contains("44100 Hz, 2 ch"), fine.out)
+        XCTAssertTrue(fine.out.contains("22050 frames declared, 22050 decoded"), fine.out)
+        XCTAssertTrue(fine.out.contains("title \"Probe Tone\""), fine.out)
+        let missing = try run(["probe", good.path, folder.appendingPathComponent("gone.flac").path])
+        XCTAssertEqual(missing.code, 3, "one of two did not decode")
+        XCTAssertTrue(missing.err.contains("gone.flac: no such file"), missing.err)
+    }
+
+    func testCatalogImportOfAFolderSaysItIsAFolder() throws {
+        let environment = try isolatedEnvironment()
+        let result = try run(["catalog", "import", try temporaryDirectory().path], environment: environment)
+        XCTAssertEqual(result.code, 1)
+        XCTAssertTrue(result.err.contains("is a folder, not a JSON document"), result.err)
+        XCTAssertFalse(result.err.contains("NSCocoaErrorDomain"), result.err)
+    }
+
     func testPlayOptionsAreChecked() throws {
         let result = try run(["play", "--repeat", "sometimes", "a.flac"])
         XCTAssertEqual(result.code, 2)
         XCTAssertTrue(result.err.contains("--repeat takes none, one or all"), result.err)
+    }
+
+    func testUsageErrorsNameWhatIsWrong() throws {
+        let noID = try run(["catalog", "songs"])
+        XCTAssertEqual(noID.code, 2)
+        XCTAssertTrue(noID.err.contains("missing ID"), noID.err)
+        let limit = try run(["search", "--limit", "99", "x"])
+        XCTAssertEqual(limit.code, 2)
+        XCTAssertTrue(limit.err.contains("--limit takes a number from 1 to 50, not 99"), limit.err)
+    }
+
+    func testFilesThatAreNotAudioSayWhatTheyAre() throws {
+        let folder = try temporaryDirectory()
+        let noise = folder.appendingPathComponent("noise.mp3")
+        try Data(String(repeating: "these bytes are not audio; ", count: 200).utf8).write(to: noise)
+        let headerOnly = folder.appendingPathComponent("empty.wav")
+        let writer = try AudioFileWriter(path: headerOnly.path, format: .wav16, sampleRate: 44_100, channelCount: 2)
+        try writer.close()
+        let result = try run(["play", "--no-ui", "--device", "null", noise.path, "/dev/zero", headerOnly.path])
+        XCTAssertEqual(result.code, 4, result.err)
+        XCTAssertTrue(result.err.contains("/dev/zero: cannot be read (it is not a regular file but a device)"), result.err)
+        XCTAssertTrue(result.err.contains("empty.wav: holds no audio (0 frames)"), result.err)
+        XCTAssertFalse(result.err.contains("File does not exist"), result.err)
+        XCTAssertTrue(result.err.contains("noise.mp3: corrupt audio data"), result.err)
     }
 }

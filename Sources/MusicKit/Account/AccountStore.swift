@@ -68,8 +68,8 @@ struct SettingsFile<Value: Codable & Equatable & Sendable>: Sendable {
 
     /// Runs `body` holding an exclusive lock shared by every process using this file.
     func withLock<T>(_ body: () throws -> T) throws -> T {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let descriptor = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try PrivateFiles.ensureDirectory(url.deletingLastPathComponent())
+        let descriptor = open(lockURL.path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: lockURL.path]) }
         defer { close(descriptor) }
         while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
@@ -102,22 +102,11 @@ struct SettingsFile<Value: Codable & Equatable & Sendable>: Sendable {
         }
     }
 
-    /// Writes `value` (temporary file, fsync, rename).
+    /// Writes `value` (an exclusive temporary file, fsync, rename; see `PrivateFiles`).
     func write(_ value: Value) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(value)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary.path]) }
-        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        fsync(descriptor)
-        close(descriptor)
-        guard written == data.count, Glibc.rename(temporary.path, url.path) == 0 else {
-            unlink(temporary.path)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
-        }
+        try PrivateFiles.writeAtomically(try encoder.encode(value), to: url)
     }
 
     /// Reads, changes and writes under the lock, so concurrent updates from several processes

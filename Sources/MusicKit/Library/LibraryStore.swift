@@ -46,7 +46,11 @@ final class LibraryStore: @unchecked Sendable {
 
     init(path: URL) throws {
         self.path = path
-        try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try PrivateFiles.ensureDirectory(path.deletingLastPathComponent())
+        PrivateFiles.removeStaleTemporaries(in: path.deletingLastPathComponent())
+        // Created 0600 here, so SQLite's -wal and -shm beside it are too; never through a symlink.
+        try PrivateFiles.createPrivateFileIfMissing(path.path)
+        PrivateFiles.restrictToOwner(path.path, withDatabaseCompanions: true)
         do {
             database = try LibraryStore.openAndMigrate(path)
         } catch let error as SQLiteError where error.isCorruptOrForeign {
@@ -55,6 +59,7 @@ final class LibraryStore: @unchecked Sendable {
             _ = Glibc.rename(path.path, aside.path)
             for suffix in ["-wal", "-shm"] { unlink(path.path + suffix) }
             problem = SettingsFileError(file: path.path, reason: error.message, keptAt: aside.path)
+            try PrivateFiles.createPrivateFileIfMissing(path.path)
             database = try LibraryStore.openAndMigrate(path)
         }
     }

@@ -245,6 +245,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             control.failures = []
             control.heardToken = nil
             control.recordedToken = nil
+            // The new stream reads the queue as it is now: what it prerolls next is current.
+            control.nextMayBeStale = false
             defer { control.pendingStartTime = nil }
             return control.pendingStartTime
         }
@@ -406,7 +408,11 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         get {
             let position = engine.position
             if let token = position.token, let issued = provider.issued(token) {
-                return (issued.audio.startTime ?? 0) + position.seconds
+                // Within the entry: a device that plays faster than real time, or silence
+                // inserted on an underrun, never shows a time past the entry's end.
+                let seconds = (issued.audio.startTime ?? 0) + position.seconds
+                let end = issued.audio.endTime ?? issued.entry.itemDuration
+                return end.map { min(seconds, $0) } ?? seconds
             }
             return control.withLock { $0.pendingStartTime } ?? 0
         }

@@ -593,3 +593,14 @@ final class QueueContents: @unchecked Sendable {
         }
     }
 }
+
+extension MusicPlayer.Queue.Entry {
+    /// The duration of the entry's song or music video, when known.
+    var itemDuration: TimeInterval? {
+        switch item {
+        case .song(let song)?: song.duration
+        case .musicVideo(let video)?: video.duration
+        case nil: nil
+        }
+    }
+}

@@ -28,6 +28,11 @@ struct CatalogDocument {
 
     var storefront: String
     var resources: [ResourceObject] = []
+    /// Where each of `resources` was found (its JSON path), in the same order.
+    var resourcePaths: [String] = []
+    /// What was read but not kept, or kept with a caveat, each with its JSON path: unknown
+    /// resource types, numeric IDs, impossible values, resources with nothing to store.
+    var notes: [CatalogDocumentError] = []
     var charts: [Chart] = []
     /// Groups of (storefront, type, id) that are the same recording or release.
     var equivalents: [[(storefront: String, type: String, id: String)]] = []
@@ -57,6 +62,8 @@ struct CatalogDocument {
         var parser = Parser(file: file, base: folder)
         try parser.read(root)
         resources = parser.resources
+        resourcePaths = parser.resourcePaths
+        notes = parser.notes
         charts = parser.charts
         equivalents = parser.equivalents.map { group in group.map { ($0.storefront ?? storefront, $0.type, $0.id) } }
     }
@@ -98,8 +105,17 @@ struct CatalogDocument {
         let file: String
         let base: URL
         var resources: [ResourceObject] = []
+        var resourcePaths: [String] = []
+        var notes: [CatalogDocumentError] = []
         var charts: [Chart] = []
         var equivalents: [[(storefront: String?, type: String, id: String)]] = []
+
+        /// The resource types of Apple's catalog and library that documents may hold.
+        static let knownTypes: Set<String> = [
+            "songs", "albums", "artists", "playlists", "stations", "music-videos", "genres", "curators",
+            "apple-curators", "record-labels", "activities", "radio-shows", "storefronts", "ratings",
+            "library-songs", "library-albums", "library-artists", "library-playlists", "library-music-videos",
+            "uploaded-videos", "uploaded-audios"]
 
         init(file: String, base: URL) {
             self.file = file
@@ -185,12 +201,24 @@ struct CatalogDocument {
 
         /// Validates a resource object, resolves its relative URLs, stores it (and the full
         /// resources inside its relationships and views), and returns it as stored.
-        mutating func resource(_ value: JSONValue, at path: String) throws(CatalogDocumentError) -> ResourceObject {
+        mutating func resource(_ value: JSONValue, at path: String, isReference: Bool = false) throws(CatalogDocumentError)
+            -> ResourceObject {
             guard let object = value.object else { throw fail(path, "expected a resource object") }
             guard let id = object["id"]?.string ?? object["id"]?.int.map(String.init), !id.isEmpty else {
                 throw fail("\(path).id", "expected a non-empty string")
             }
+            if object["id"]?.string == nil {
+                notes.append(fail("\(path).id", "a number, where Apple's API has a string: read as \"\(id)\""))
+            }
             guard let type = object["type"]?.string, !type.isEmpty else { throw fail("\(path).type", "expected a resource type") }
+            guard Parser.knownTypes.contains(type) else {
+                notes.append(fail("\(path).type", "unknown resource type \"\(type)\": skipped"))
+                return ResourceObject(id: id, type: type, href: nil, meta: nil)
+            }
+            if let duration = object["attributes"]?["durationInMillis"]?.number, duration < 0 {
+                notes.append(fail("\(path).attributes.durationInMillis", "negative (\(Int(duration))): \(type.dropLast()) \(id) skipped"))
+                return ResourceObject(id: id, type: type, href: nil, meta: nil)
+            }
             var attributes: [String: JSONValue] = [:]
             if let value = object["attributes"] {
                 guard let dictionary = value.object else { throw fail("\(path).attributes", "expected an object") }
@@ -209,7 +237,7 @@ struct CatalogDocument {
                     }
                     var references: [ResourceObject] = []
                     for (index, item) in data.enumerated() {
-                        let related = try resource(item, at: "\(relationshipPath).data[\(index)]")
+                        let related = try resource(item, at: "\(relationshipPath).data[\(index)]", isReference: true)
                         references.append(ResourceObject(id: related.id, type: related.type, href: related.href,
                                                          meta: related.meta))
                     }
@@ -221,7 +249,12 @@ struct CatalogDocument {
             }
             let resource = ResourceObject(id: id, type: type, href: object["href"]?.string, attributes: attributes,
                                           relationships: relationships, views: views, meta: object["meta"])
-            if !attributes.isEmpty || !relationships.isEmpty || !views.isEmpty { resources.append(resource) }
+            if !attributes.isEmpty || !relationships.isEmpty || !views.isEmpty {
+                resources.append(resource)
+                resourcePaths.append(path)
+            } else if !isReference {
+                notes.append(fail(path, "\(type.dropLast()) \(id) has no attributes or relationships: nothing to store"))
+            }
             return resource
         }
 
@@ -280,20 +313,53 @@ struct CatalogDocument {
             return attributes
         }
 
-        /// A URL without a scheme is a path relative to the document's folder (its `#fragment`
-        /// and `{w}x{h}` placeholders are kept as they are).
-        func resolve(_ text: String) -> String {
-            if text.contains("://") { return text }
-            var path = text
-            var fragment = ""
-            if let hash = text.firstIndex(of: "#") {
-                path = String(text[..<hash])
-                fragment = String(text[hash...])
-            }
-            let absolute = path.hasPrefix("/") ? path : base.appendingPathComponent(path).standardizedFileURL.path
-            var allowed = CharacterSet.urlPathAllowed
-            allowed.insert(charactersIn: "{}")
-            return "file://" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + fragment
+        func resolve(_ text: String) -> String { CatalogDocument.resolve(text, against: base) }
+    }
+
+    /// A URL without a scheme is a path relative to the document's folder `base` (its
+    /// `#fragment` and `{w}x{h}` placeholders are kept as they are).
+    static func resolve(_ text: String, against base: URL) -> String {
+        if text.contains("://") { return text }
+        var path = text
+        var fragment = ""
+        if let hash = text.firstIndex(of: "#") {
+            path = String(text[..<hash])
+            fragment = String(text[hash...])
         }
+        let absolute = path.hasPrefix("/") ? path : base.appendingPathComponent(path).standardizedFileURL.path
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.insert(charactersIn: "{}")
+        return "file://" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + fragment
+    }
+
+    /// The document at `url` as JSON text whose relative URLs (every `"url"` without a
+    /// scheme: previews, artwork) are absolute, for a copy kept in another folder.
+    static func absolutized(_ url: URL) throws(CatalogDocumentError) -> Data {
+        let root: JSONValue
+        do {
+            root = try JSONValue.parse(try Data(contentsOf: url))
+        } catch let error as JSONSyntaxError {
+            throw CatalogDocumentError(file: url.path, jsonPath: "(\(error.line):\(error.column))", reason: "not valid JSON: \(error.message)")
+        } catch {
+            throw CatalogDocumentError(file: url.path, jsonPath: "(file)", reason: "cannot be read: \(error.localizedDescription)")
+        }
+        let base = url.deletingLastPathComponent()
+        func walk(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .array(let values): return .array(values.map(walk))
+            case .object(let members):
+                var result: [String: JSONValue] = [:]
+                for (key, member) in members {
+                    if key == "url", let text = member.string, !text.isEmpty, !text.contains("://") {
+                        result[key] = .string(resolve(text, against: base))
+                    } else {
+                        result[key] = walk(member)
+                    }
+                }
+                return .object(result)
+            default: return value
+            }
+        }
+        return Data(walk(root).serialized.utf8)
     }
 }

@@ -16,7 +16,7 @@ public struct CatalogImportProgress: Sendable, Equatable {
 /// Thread safety: one thread at a time (the catalog service keeps it behind a mutex).
 final class CatalogStore: @unchecked Sendable {
     // @unchecked: used only behind MusicCatalogService's mutex, one thread at a time.
-    static let schemaVersion = "4"
+    static let schemaVersion = "5"
 
     let path: URL
     private let database: SQLiteDatabase
@@ -24,6 +24,10 @@ final class CatalogStore: @unchecked Sendable {
     private(set) var rebuildReason: String?
     /// Documents that could not be imported, with file and JSON path.
     private(set) var documentErrors: [CatalogDocumentError] = []
+    /// Resources skipped or replaced while importing, with file and JSON path.
+    private(set) var documentNotes: [CatalogDocumentError] = []
+    /// Resources kept (each storefront's copy once).
+    private(set) var resourceCount = 0
 
     /// Opens the database at `path`, (re)building it from `documents` when it is missing,
     /// unreadable, of another schema, or built from other documents.
@@ -53,7 +57,13 @@ final class CatalogStore: @unchecked Sendable {
         }
         database = try SQLiteDatabase(path: path.path)
         try database.execute("PRAGMA query_only = 1")
-        documentErrors = try database.statement("SELECT value FROM meta WHERE key = 'errors'").rows { statement in
+        documentErrors = try CatalogStore.storedErrors("errors", in: database)
+        documentNotes = try CatalogStore.storedErrors("notes", in: database)
+        resourceCount = try database.statement("SELECT count(*) FROM resources").rows { $0.int(0) }.first ?? 0
+    }
+
+    private static func storedErrors(_ key: String, in database: SQLiteDatabase) throws -> [CatalogDocumentError] {
+        try database.statement("SELECT value FROM meta WHERE key = ?1").rows([key]) { statement in
             (try? JSONDecoder().decode([StoredError].self, from: Data((statement.string(0) ?? "[]").utf8))) ?? []
         }.first?.map { CatalogDocumentError(file: $0.file, jsonPath: $0.path, reason: $0.reason) } ?? []
     }
@@ -80,9 +90,11 @@ final class CatalogStore: @unchecked Sendable {
 
     static func build(at path: URL, documents: [URL], fingerprint: String,
                       progress: ((CatalogImportProgress) -> Void)?) throws {
-        try FileManager.default.createDirectory(at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let temporary = path.deletingLastPathComponent().appendingPathComponent(".\(path.lastPathComponent).\(getpid()).building")
-        try? FileManager.default.removeItem(at: temporary)
+        try PrivateFiles.ensureDirectory(path.deletingLastPathComponent())
+        // Earlier builds of processes that died (`kill -9` during an import) are removed.
+        PrivateFiles.removeStaleTemporaries(in: path.deletingLastPathComponent())
+        let (descriptor, temporary) = try PrivateFiles.makeTemporary(beside: path, suffix: "building")
+        close(descriptor)
         defer { try? FileManager.default.removeItem(at: temporary) }
         var report = CatalogImportProgress(phase: .reading, documentsRead: 0, documentCount: documents.count, resourcesWritten: 0)
         progress?(report)
@@ -104,12 +116,29 @@ final class CatalogStore: @unchecked Sendable {
                                           position INTEGER NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL);
             """)
         var errors: [StoredError] = []
+        var notes: [StoredError] = []
+        /// Where each stored resource came from, to say what a later document replaced.
+        var origins: [String: (file: String, path: String)] = [:]
         var groupID = 0
         try database.execute("BEGIN")
         try database.execute("CREATE UNIQUE INDEX resources_key ON resources(storefront, type, id)")
-        for document in documents.sorted(by: { $0.path < $1.path }) {
+        // In the order given: the bundled documents, then the person's own, which override them.
+        for document in documents {
             do {
                 let parsed = try CatalogDocument(url: document)
+                notes += parsed.notes.map { StoredError(file: $0.file, path: $0.jsonPath, reason: $0.reason) }
+                var firstPaths: [String: String] = [:]
+                for (resource, path) in zip(parsed.resources, parsed.resourcePaths) {
+                    let key = "\(parsed.storefront)/\(resource.type)/\(resource.id)"
+                    if firstPaths[key] == nil { firstPaths[key] = path }
+                }
+                for (key, path) in firstPaths.sorted(by: { $0.value < $1.value }) {
+                    if let earlier = origins[key], earlier.file != document.path {
+                        notes.append(StoredError(file: document.path, path: path,
+                                                 reason: "replaces \(key) from \(earlier.file): \(earlier.path)"))
+                    }
+                    origins[key] = (document.path, path)
+                }
                 let merged = CatalogStore.merge(parsed.resources)
                 let trackRow = try database.statement("""
                     INSERT INTO container_tracks(storefront, container_type, container_id, position, type, id)
@@ -166,8 +195,10 @@ final class CatalogStore: @unchecked Sendable {
             INSERT INTO search(search) VALUES('optimize');
             """)
         let errorsJSON = String(decoding: try JSONEncoder().encode(errors), as: UTF8.self)
-        try database.statement("INSERT INTO meta(key, value) VALUES ('schema', ?1), ('fingerprint', ?2), ('errors', ?3)")
-            .run([schemaVersion, fingerprint, errorsJSON])
+        let notesJSON = String(decoding: try JSONEncoder().encode(notes), as: UTF8.self)
+        try database.statement("""
+            INSERT INTO meta(key, value) VALUES ('schema', ?1), ('fingerprint', ?2), ('errors', ?3), ('notes', ?4)
+            """).run([schemaVersion, fingerprint, errorsJSON, notesJSON])
         try database.execute("COMMIT")
         try database.execute("ANALYZE")
         // Replace the old database in one step: readers holding it open keep their copy.

@@ -12,6 +12,12 @@ public enum MusicCatalogIndex {
         public let rebuildReason: String?
         /// Documents that could not be imported, each with its file and JSON path.
         public let documentErrors: [CatalogDocumentError]
+        /// Resources that were skipped (unknown type, impossible values, nothing to store) or
+        /// kept with a caveat (a numeric ID), and resources a later document replaced (the
+        /// person's own documents override the bundled ones), each with its file and JSON path.
+        public let documentNotes: [CatalogDocumentError]
+        /// Resources the catalog holds, every storefront's copy counted once.
+        public let resourceCount: Int
     }
 
     /// Opens the catalog of `environment`, importing the documents first when needed;
@@ -22,20 +28,34 @@ public enum MusicCatalogIndex {
         return Status(databasePath: environment.dataDirectory.appendingPathComponent("catalog.sqlite").path,
                       documentPaths: MusicCatalogService.documents(environment).map(\.path),
                       storefronts: (try? service.storefronts()) ?? [],
-                      rebuildReason: service.rebuildReason, documentErrors: service.documentErrors)
+                      rebuildReason: service.rebuildReason, documentErrors: service.documentErrors,
+                      documentNotes: service.documentNotes, resourceCount: service.resourceCount)
     }
 
     /// Checks `documents`, copies them into the person's catalog folder and rebuilds the
-    /// index with them. A document that does not parse is refused (nothing is copied).
+    /// index with them. A document that does not parse is refused (nothing is copied). Each
+    /// copy replaces an earlier one only once it is complete and on disk (a crash leaves the
+    /// old copy or the new one), and its relative URLs (previews, artwork) are made absolute,
+    /// since they were relative to the document's own folder.
     public static func importDocuments(_ documents: [URL], environment: MusicKitEnvironment = .current,
                                        progress: (@Sendable (CatalogImportProgress) -> Void)? = nil) throws -> Status {
-        for document in documents { _ = try CatalogDocument(url: document) }
-        let folder = MusicCatalogService.userDocumentsDirectory(environment)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var copies: [(name: String, data: Data)] = []
         for document in documents {
-            let destination = folder.appendingPathComponent(document.lastPathComponent)
-            try? FileManager.default.removeItem(at: destination)
-            try FileManager.default.copyItem(at: document, to: destination)
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: document.path, isDirectory: &isFolder) else {
+                throw CatalogDocumentError(file: document.path, jsonPath: "(file)", reason: "no such file")
+            }
+            if isFolder.boolValue {
+                throw CatalogDocumentError(file: document.path, jsonPath: "(file)",
+                                           reason: "is a folder, not a JSON document (import the .json files in it)")
+            }
+            _ = try CatalogDocument(url: document)
+            copies.append((document.lastPathComponent, try CatalogDocument.absolutized(document)))
+        }
+        let folder = MusicCatalogService.userDocumentsDirectory(environment)
+        try PrivateFiles.ensureDirectory(folder)
+        for copy in copies {
+            try PrivateFiles.writeAtomically(copy.data, to: folder.appendingPathComponent(copy.name))
         }
         MusicCatalogService.reset()
         return try prepare(environment: environment, progress: progress)

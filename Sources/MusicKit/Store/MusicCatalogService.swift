@@ -33,6 +33,10 @@ final class MusicCatalogService: Sendable {
     let rebuildReason: String?
     /// Documents that could not be imported.
     let documentErrors: [CatalogDocumentError]
+    /// Resources skipped or replaced while importing.
+    let documentNotes: [CatalogDocumentError]
+    /// Resources the catalog holds.
+    let resourceCount: Int
 
     private static let services = Mutex<[URL: MusicCatalogService]>([:])
 
@@ -86,6 +90,8 @@ final class MusicCatalogService: Sendable {
                                          documents: documents, progress: progress)
             rebuildReason = store.rebuildReason
             documentErrors = store.documentErrors
+            documentNotes = store.documentNotes
+            resourceCount = store.resourceCount
             self.store = Mutex(store)
         } catch let error as SQLiteError {
             throw MusicCatalogError.database(error.description)

@@ -34,10 +34,17 @@ final class SQLiteDatabase {
     init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
         var connection: OpaquePointer?
+        // Never through a symbolic link: a link planted at a database's name would otherwise
+        // have the project's tables written into whatever it points at.
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+            | SQLITE_OPEN_NOFOLLOW
         let result = sqlite3_open_v2(path, &connection, flags, nil)
         guard result == SQLITE_OK, let connection else {
-            let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(result))
+            var message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(result))
+            var status = stat()
+            if lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK {
+                message = "it is a symbolic link; refusing to open a database through one"
+            }
             sqlite3_close_v2(connection)
             throw SQLiteError(operation: "sqlite3_open_v2", code: result, message: message, path: path)
         }

@@ -101,6 +101,6 @@ public struct MusicKitEnvironment: Sendable, Equatable {
     }
 
     func ensureDirectory(_ url: URL) throws {
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try PrivateFiles.ensureDirectory(url)
     }
 }

@@ -1,0 +1,69 @@
+import AudioEngine
+import Foundation
+
+/// `musickit probe`: what an audio file is and whether it plays, decoded to the end exactly as
+/// the player would (the same decoder and rate conversion), without a device. The decoder
+/// fuzzing run (`scripts/bench --only fuzz`, and a short one in `scripts/test`) runs it on
+/// mutated files, one process each, so a crash or a hang is seen and counted.
+enum ProbeCommand {
+    static let spec = ArgumentSpec(
+        options: [.init(name: "--rate", valueName: "HZ", help: "decode converted to this rate (default: the file's)")],
+        flags: [.init(name: "--quiet", help: "print nothing; the exit code says it all")],
+        positionalName: "FILE...", minimumPositionals: 1)
+
+    static let help = """
+    usage: musickit probe [--rate HZ] [--quiet] FILE...
+
+    Opens each audio file and decodes it to the end, as the player would, without playing it:
+    prints its format, rate, channels, declared and decoded length and tags, or why it cannot
+    be played (missing, not audio, corrupt, truncated).
+
+    options:
+    \(spec.optionsHelp())
+
+    exit codes: 0 every file decodes, 3 some do not, 4 none does, 2 usage
+    """
+
+    static func run(_ arguments: [String]) -> ExitCode {
+        let parsed: ParsedArguments
+        let rate: Int?
+        do {
+            parsed = try spec.parse(arguments)
+            if let text = parsed.option("--rate") {
+                guard let value = Int(text), (8_000...384_000).contains(value) else {
+                    throw UsageError(message: "--rate takes a rate from 8000 to 384000 Hz, not \(text)")
+                }
+                rate = value
+            } else {
+                rate = nil
+            }
+        } catch {
+            Console.error("musickit probe: \(error)\n\n\(help)\n")
+            return .usage
+        }
+        let quiet = parsed.has("--quiet")
+        var failures = 0
+        for (index, path) in parsed.positionals.enumerated() {
+            do {
+                let info = try AudioFileDecoder(path: path).info
+                let entry = AudioEntry(token: .init(rawValue: UInt64(index + 1)), path: path)
+                let decoder = try EntryDecoder(entry: entry, streamRate: rate ?? info.sampleRate,
+                                               streamChannels: info.channelCount)
+                var frames = 0
+                while !decoder.isFinished { frames += try decoder.nextChunk().count / max(1, info.channelCount) }
+                if quiet { continue }
+                let tags = [("title", info.title), ("artist", info.artist), ("album", info.album)]
+                    .compactMap { name, value in value.map { "\(name) \"\($0)\"" } }
+                Console.out("\(path): \(info.formatName), \(info.sampleRate) Hz, \(info.channelCount) ch, "
+                            + "\(formatTime(info.duration)) (\(info.frameCount) frames declared, \(frames) decoded"
+                            + (rate.map { " at \($0) Hz" } ?? "") + ")"
+                            + (tags.isEmpty ? "" : "; " + tags.joined(separator: ", ")) + "\n")
+            } catch {
+                failures += 1
+                if !quiet { Console.error("musickit probe: \(error)\n") }
+            }
+        }
+        if failures == 0 { return .success }
+        return failures == parsed.positionals.count ? .nothingPlayable : .someEntriesFailed
+    }
+}
