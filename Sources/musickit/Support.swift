@@ -25,10 +25,16 @@ func table(_ header: [String], _ rows: [[String]], maximumWidth: Int = 44) -> St
     func line(_ cells: [String]) -> String {
         cells.enumerated().map { index, cell in
             let text = cell.count > widths[index] ? String(cell.prefix(widths[index] - 1)) + "…" : cell
-            return index == cells.count - 1 ? text : text.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            return index == cells.count - 1 ? text : padded(text, to: widths[index])
         }.joined(separator: "  ")
     }
     return ([line(header)] + rows.map(line)).joined(separator: "\n")
+}
+
+/// `text` followed by spaces up to `width` characters (no Foundation: this runs at start-up).
+func padded(_ text: String, to width: Int) -> String {
+    let count = text.count
+    return count >= width ? text : text + String(repeating: " ", count: width - count)
 }
 
 /// JSON for scripts: sorted keys, readable. Control characters in strings are escaped (the

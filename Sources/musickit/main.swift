@@ -6,25 +6,27 @@ import Foundation
 struct Command: Sendable {
     let name: String
     let summary: String
-    let help: String
+    /// Made only when asked for: building every command's help text costs a play command
+    /// time before its first sound.
+    let help: @Sendable () -> String
     let run: @Sendable ([String]) -> ExitCode
 }
 
 let commands: [Command] = [
     Command(name: "play", summary: "play songs, albums, playlists and files through the speakers, gaplessly",
-            help: PlayCommand.help, run: PlayCommand.run),
-    Command(name: "search", summary: "search the catalog", help: SearchCommand.help, run: SearchCommand.run),
+            help: { PlayCommand.help }, run: PlayCommand.run),
+    Command(name: "search", summary: "search the catalog", help: { SearchCommand.help }, run: SearchCommand.run),
     Command(name: "catalog", summary: "look catalog items up by ID; import catalog documents",
-            help: CatalogCommand.help, run: CatalogCommand.run),
-    Command(name: "library", summary: "scan, list and add to your own music", help: LibraryCommand.help, run: LibraryCommand.run),
+            help: { CatalogCommand.help }, run: CatalogCommand.run),
+    Command(name: "library", summary: "scan, list and add to your own music", help: { LibraryCommand.help }, run: LibraryCommand.run),
     Command(name: "account", summary: "show and change the account: storefront, subscription, explicit, history",
-            help: AccountCommand.help, run: AccountCommand.run),
-    Command(name: "authorize", summary: "show, ask or set an app's access to your music", help: AuthorizeCommand.help,
+            help: { AccountCommand.help }, run: AccountCommand.run),
+    Command(name: "authorize", summary: "show, ask or set an app's access to your music", help: { AuthorizeCommand.help },
             run: AuthorizeCommand.run),
-    Command(name: "subscribe", summary: "the Apple Music subscription offer", help: SubscribeCommand.help,
+    Command(name: "subscribe", summary: "the Apple Music subscription offer", help: { SubscribeCommand.help },
             run: SubscribeCommand.run),
     Command(name: "probe", summary: "what an audio file is and whether it plays (decoded, not played)",
-            help: ProbeCommand.help, run: ProbeCommand.run),
+            help: { ProbeCommand.help }, run: ProbeCommand.run),
 ]
 
 let generalHelp = """
@@ -33,7 +35,7 @@ usage: musickit COMMAND [OPTIONS] [ARGUMENTS]
 OpenMusicKit: Apple's MusicKit for Linux, over a real-time ALSA audio engine.
 
 commands:
-\(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+\(commands.map { "  " + padded($0.name, to: 10) + $0.summary }.joined(separator: "\n"))
   help      show help for a command (musickit help play)
 
 Run `musickit COMMAND --help` for a command's options.
@@ -61,7 +63,7 @@ func runCommandLine(_ arguments: [String]) -> ExitCode {
             Console.error("musickit: unknown command '\(name)'\n\n\(generalHelp)\n")
             return .usage
         }
-        Console.out(command.help + "\n")
+        Console.out(command.help() + "\n")
         return .success
     default:
         guard let command = commands.first(where: { $0.name == first }) else {
@@ -70,7 +72,7 @@ func runCommandLine(_ arguments: [String]) -> ExitCode {
         }
         let rest = Array(arguments.dropFirst())
         if rest.contains("-h") || rest.contains("--help") {
-            Console.out(command.help + "\n")
+            Console.out(command.help() + "\n")
             return .success
         }
         return command.run(rest)
