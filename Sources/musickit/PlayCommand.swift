@@ -123,11 +123,15 @@ final class PlayerSession: @unchecked Sendable {
         var sampleRate = 44_100
 
         init() {}
+        init(underruns: Int, silenceFrames: Int, xruns: Int, sampleRate: Int) {
+            self.underruns = underruns
+            self.silenceFrames = silenceFrames
+            self.xruns = xruns
+            self.sampleRate = sampleRate
+        }
         init(_ statistics: AudioEngineStatistics) {
-            underruns = statistics.underruns
-            silenceFrames = statistics.underrunSilenceFrames
-            xruns = statistics.xruns
-            sampleRate = statistics.device?.sampleRate ?? 44_100
+            self.init(underruns: statistics.underruns, silenceFrames: statistics.underrunSilenceFrames,
+                      xruns: statistics.xruns, sampleRate: statistics.device?.sampleRate ?? 44_100)
         }
 
         /// "3 underruns (1.8 s of silence), 1 xrun" for what happened since `start`; nil when nothing did.

@@ -92,6 +92,7 @@ final class AudioThreadAllocationTests: XCTestCase {
         engine.stop()
 
         XCTAssertGreaterThan(statistics.underruns, 0, "silence was inserted")
+        XCTAssertGreaterThanOrEqual(statistics.underrunSilenceFrames, statistics.underruns, "and counted in frames")
         XCTAssertGreaterThan(statistics.xruns, 0, "an xrun was recovered")
         XCTAssertEqual(allocations, 0, "allocations on the audio thread")
         XCTAssertEqual(frees, 0, "frees on the audio thread")
