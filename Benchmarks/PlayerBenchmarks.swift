@@ -29,11 +29,13 @@ struct PlayerBenchmarks {
     /// The start `action` makes (a player call, not awaited) checked at the monitor: the
     /// sweep from `expectedFrame` of `track`; then playback stops and the sink goes quiet.
     private func checkStart(_ player: ApplicationMusicPlayer, since: UInt64, track: [Int16]? = nil, expectedFrame: Int = 0,
+                            statistics: UnsafeMutablePointer<AudioEngineStatistics>? = nil,
                             _ action: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void) -> StartCheck {
         let call = monotonicNanoseconds()
         Task { try await action(player) }
         let check = recorder.checkStart(since: since, call: call, track: track ?? fixtures.sweepSamples,
                                         expectedFrame: expectedFrame)
+        statistics?.pointee = player.engineStatistics
         player.stop()
         settle()
         return check
@@ -111,15 +113,22 @@ struct PlayerBenchmarks {
 
     private func skipLatency(_ player: ApplicationMusicPlayer) {
         var checks: [StartCheck] = []
+        var sources = AudioEngineStatistics.SkipSources()
         for _ in 0..<runs {
             player.queue = Self.queue([Song(fileURL: fixtures.silence), Song(fileURL: fixtures.sweep)])
             do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
             let since = monotonicNanoseconds()
             Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
-            checks.append(checkStart(player, since: since) { try await $0.skipToNextEntry() })
+            var statistics = player.engineStatistics
+            checks.append(checkStart(player, since: since, statistics: &statistics) { try await $0.skipToNextEntry() })
+            sources.preroll += statistics.skips.preroll
+            sources.decoder += statistics.skips.decoder
+            sources.ring += statistics.skips.ring
+            sources.deviceBuffer += statistics.skips.deviceBuffer
         }
         report.add(Row("player skip: skipToNextEntry() -> next entry's sound", starts: checks, landingFloor: landingFloor,
-                       note: "ApplicationMusicPlayer, library songs"))
+                       note: "ApplicationMusicPlayer, library songs; next entry from: preroll \(sources.preroll), "
+                           + "ring \(sources.ring), device buffer \(sources.deviceBuffer), decoder \(sources.decoder)"))
     }
 
     private func seekLatency(_ player: ApplicationMusicPlayer) {

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Compares the MusicKit module's public declarations with Apple's MusicKit.
+
+Reads the symbol graph of this package's MusicKit module (made by `swift package
+dump-symbol-graph`) and Apple's list (API/apple-musickit-public-surface.tsv: one declaration a row,
+precise identifier, kind, title, path, declaration), and prints, by type, what is present, missing
+and different, with the counts. Declarations are matched by kind and path (`Song.title`); among
+overloads by their declaration, normalised for what differs only by platform (module prefixes such
+as `Foundation.`/`FoundationEssentials.`, attributes such as `@preconcurrency`, spacing).
+SwiftUI-only declarations (the `_MusicKit_SwiftUI` module) are left out.
+
+With --check BASELINE, exits 1 when a declaration listed in BASELINE (one `kind path declaration`
+a line, as --write-baseline writes it) is no longer present: the surface only grows.
+
+Usage: scripts/api_surface.py SYMBOLGRAPH_DIR [--check BASELINE] [--write-baseline FILE] [--details]
+"""
+import collections
+import glob
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "..", "API", "apple-musickit-public-surface.tsv")
+
+MODULE_PREFIXES = re.compile(r"\b(?:FoundationEssentials|Foundation|MusicKit|Swift|_Concurrency|Observation)\.")
+ATTRIBUTES = re.compile(r"@(?:preconcurrency|warn_unqualified_access|MainActor|frozen|dynamicMemberLookup|"
+                        r"discardableResult|backDeployed\([^)]*\)|available\([^)]*\)|inlinable|usableFromInline|"
+                        r"Sendable|_spi\([^)]*\))\s*")
+KEYWORDS = re.compile(r"\b(?:nonisolated|final|dynamic|override|required|convenience|consuming|borrowing)\s+")
+
+
+def normalise(declaration):
+    text = ATTRIBUTES.sub("", declaration)
+    text = MODULE_PREFIXES.sub("", text)
+    text = KEYWORDS.sub("", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    # A stored `let` and a get-only `var` read the same to a client.
+    match = re.match(r"^((?:static |class )?)let (.*)$", text)
+    if match:
+        text = f"{match.group(1)}var {match.group(2)} {{ get }}"
+    # `where` clauses and `any`/`some` spelling differences are kept: they are API.
+    return text
+
+
+def apple_declarations():
+    rows = []
+    with open(REFERENCE, encoding="utf-8") as handle:
+        header = handle.readline().rstrip("\n").split("\t")
+        for line in handle:
+            fields = dict(zip(header, line.rstrip("\n").split("\t")))
+            if fields["precise"].startswith("s:17_MusicKit_SwiftUI") or "SwiftUI" in fields["declaration"]:
+                continue
+            rows.append((fields["kind"], fields["path"], normalise(fields["declaration"])))
+    return rows
+
+
+def our_declarations(directory):
+    rows = []
+    files = glob.glob(os.path.join(directory, "**", "MusicKit*.symbols.json"), recursive=True)
+    if not files:
+        sys.exit(f"no MusicKit symbol graph under {directory}")
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            graph = json.load(handle)
+        for symbol in graph.get("symbols", []):
+            if symbol.get("accessLevel") not in ("public", "open"):
+                continue
+            kind = symbol["kind"]["identifier"]
+            components = symbol.get("pathComponents", [])
+            declaration = "".join(fragment["spelling"] for fragment in symbol.get("declarationFragments", []))
+            rows.append((kind, ".".join(components), normalise(declaration)))
+    return rows
+
+
+def main():
+    arguments = sys.argv[1:]
+    if not arguments or arguments[0] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if arguments else 2)
+    directory = arguments[0]
+    check = arguments[arguments.index("--check") + 1] if "--check" in arguments else None
+    write = arguments[arguments.index("--write-baseline") + 1] if "--write-baseline" in arguments else None
+    details = "--details" in arguments
+
+    apple = apple_declarations()
+    ours = our_declarations(directory)
+    ours_by_path = collections.defaultdict(set)
+    # Default implementations (declared once in a protocol extension, in terms of `Self`): the
+    # symbol graph lists one overload per name on each conforming type, so look them up by name.
+    defaults_by_name = collections.defaultdict(set)
+    for kind, path, declaration in ours:
+        ours_by_path[(kind, path)].add(declaration)
+        if "Self" in declaration:
+            defaults_by_name[(kind, path.split(".")[-1])].add(declaration)
+
+    present, different, missing = [], [], []
+    for kind, path, declaration in apple:
+        candidates = ours_by_path.get((kind, path), set())
+        if "Self" in declaration and (kind, path) in ours_by_path:
+            candidates = candidates | defaults_by_name.get((kind, path.split(".")[-1]), set())
+        if declaration in candidates:
+            present.append((kind, path, declaration))
+        elif candidates:
+            different.append((kind, path, declaration, sorted(candidates)))
+        else:
+            missing.append((kind, path, declaration))
+
+    def top(path):
+        return path.split(".")[0]
+
+    by_type = collections.defaultdict(lambda: [0, 0, 0])
+    for _, path, _ in present:
+        by_type[top(path)][0] += 1
+    for item in different:
+        by_type[top(item[1])][1] += 1
+    for _, path, _ in missing:
+        by_type[top(path)][2] += 1
+
+    total = len(apple)
+    print(f"Apple's MusicKit, non-SwiftUI: {total} declarations; present {len(present)} "
+          f"({100 * len(present) / total:.1f}%), different {len(different)}, missing {len(missing)}")
+    print()
+    print(f"{'type':44} {'present':>8} {'different':>10} {'missing':>8}")
+    for name in sorted(by_type, key=lambda n: (-(by_type[n][1] + by_type[n][2]), n)):
+        counts = by_type[name]
+        print(f"{name:44} {counts[0]:8} {counts[1]:10} {counts[2]:8}")
+    if details:
+        print()
+        for kind, path, declaration, candidates in different:
+            print(f"different  {path}  [{kind}]\n   Apple: {declaration}\n   here:  {' | '.join(candidates)}")
+        for kind, path, declaration in missing:
+            print(f"missing    {path}  [{kind}]  {declaration}")
+
+    lines = sorted(f"{kind}\t{path}\t{declaration}" for kind, path, declaration in present)
+    if write:
+        with open(write, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+        print(f"\nwrote {len(lines)} present declarations to {write}")
+    if check:
+        with open(check, encoding="utf-8") as handle:
+            baseline = [line.rstrip("\n") for line in handle if line.strip()]
+        now = set(lines)
+        lost = [line for line in baseline if line not in now]
+        if lost:
+            print(f"\n{len(lost)} declaration(s) that were present are missing or changed now:")
+            for line in lost:
+                print("  " + line.replace("\t", "  "))
+            sys.exit(1)
+        print(f"\nnone of the {len(baseline)} declarations present before is missing")
+
+
+if __name__ == "__main__":
+    main()
