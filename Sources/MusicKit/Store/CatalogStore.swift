@@ -108,7 +108,12 @@ final class CatalogStore: @unchecked Sendable {
                 rowid INTEGER PRIMARY KEY,
                 storefront TEXT NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL,
                 name TEXT, artist TEXT, album TEXT, isrc TEXT, upc TEXT, rating TEXT,
-                json TEXT NOT NULL);
+                json TEXT NOT NULL, document INTEGER NOT NULL DEFAULT 0);
+            CREATE TEMP TABLE replaced(storefront TEXT, type TEXT, id TEXT, earlier INTEGER, later INTEGER);
+            CREATE TEMP TRIGGER note_replaced BEFORE UPDATE OF json ON resources WHEN old.document != new.document
+            BEGIN
+                INSERT INTO replaced VALUES (old.storefront, old.type, old.id, old.document, new.document);
+            END;
             CREATE TABLE equivalents(groupid INTEGER NOT NULL, storefront TEXT NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL);
             CREATE TABLE charts(storefront TEXT NOT NULL, type TEXT NOT NULL, chart TEXT NOT NULL, name TEXT,
                                 position INTEGER NOT NULL, id TEXT NOT NULL);
@@ -117,35 +122,21 @@ final class CatalogStore: @unchecked Sendable {
             """)
         var errors: [StoredError] = []
         var notes: [StoredError] = []
-        /// Where each stored resource came from, to say what a later document replaced.
-        var origins: [String: (file: String, path: String)] = [:]
         var groupID = 0
         try database.execute("BEGIN")
         try database.execute("CREATE UNIQUE INDEX resources_key ON resources(storefront, type, id)")
         // In the order given: the bundled documents, then the person's own, which override them.
-        for document in documents {
+        for (documentIndex, document) in documents.enumerated() {
             do {
                 let parsed = try CatalogDocument(url: document)
                 notes += parsed.notes.map { StoredError(file: $0.file, path: $0.jsonPath, reason: $0.reason) }
-                var firstPaths: [String: String] = [:]
-                for (resource, path) in zip(parsed.resources, parsed.resourcePaths) {
-                    let key = "\(parsed.storefront)/\(resource.type)/\(resource.id)"
-                    if firstPaths[key] == nil { firstPaths[key] = path }
-                }
-                for (key, path) in firstPaths.sorted(by: { $0.value < $1.value }) {
-                    if let earlier = origins[key], earlier.file != document.path {
-                        notes.append(StoredError(file: document.path, path: path,
-                                                 reason: "replaces \(key) from \(earlier.file): \(earlier.path)"))
-                    }
-                    origins[key] = (document.path, path)
-                }
                 let merged = CatalogStore.merge(parsed.resources)
                 let trackRow = try database.statement("""
                     INSERT INTO container_tracks(storefront, container_type, container_id, position, type, id)
                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                     """)
                 for resource in merged {
-                    try upsert(resource, storefront: parsed.storefront, into: database)
+                    try upsert(resource, storefront: parsed.storefront, document: documentIndex + 1, into: database)
                     if resource.type == "albums" || resource.type == "playlists", let tracks = resource.relationships["tracks"] {
                         try database.statement("DELETE FROM container_tracks WHERE storefront = ?1 AND container_type = ?2 AND container_id = ?3")
                             .run([parsed.storefront, resource.type, resource.id])
@@ -164,6 +155,21 @@ final class CatalogStore: @unchecked Sendable {
                         "INSERT INTO charts(storefront, type, chart, name, position, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
                     for (position, id) in chart.ids.enumerated() {
                         try statement.run([parsed.storefront, chart.type, chart.chart, chart.name, position, id])
+                    }
+                }
+                // What this document replaced of an earlier one (the trigger noted it), by the path
+                // where this document has it.
+                let replaced = try database.statement("SELECT storefront, type, id, earlier FROM replaced WHERE later = ?1")
+                    .rows([documentIndex + 1]) { ($0.string(0) ?? "", $0.string(1) ?? "", $0.string(2) ?? "", $0.int(3)) }
+                if !replaced.isEmpty {
+                    var paths: [String: String] = [:]
+                    for (resource, path) in zip(parsed.resources, parsed.resourcePaths) where paths[resource.type + "/" + resource.id] == nil {
+                        paths[resource.type + "/" + resource.id] = path
+                    }
+                    for (storefront, type, id, earlier) in replaced {
+                        let from = earlier >= 1 && earlier <= documents.count ? documents[earlier - 1].path : "an earlier document"
+                        notes.append(StoredError(file: document.path, path: paths[type + "/" + id] ?? "(top level)",
+                                                 reason: "replaces \(storefront)/\(type)/\(id) from \(from)"))
                     }
                 }
                 for group in parsed.equivalents {
@@ -231,21 +237,24 @@ final class CatalogStore: @unchecked Sendable {
         return order.map { byKey[$0]! }
     }
 
-    private static func upsert(_ resource: ResourceObject, storefront: String, into database: SQLiteDatabase) throws {
+    /// Stores `resource` of document number `document` (from 1); a later document's full copy
+    /// replaces an earlier one (the `note_replaced` trigger records it).
+    private static func upsert(_ resource: ResourceObject, storefront: String, document: Int,
+                               into database: SQLiteDatabase) throws {
         let json = resource.jsonValue.serialized
         let attributes = resource.attributes
         let insert = try database.statement("""
-            INSERT INTO resources(storefront, type, id, name, artist, album, isrc, upc, rating, json)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            INSERT INTO resources(storefront, type, id, name, artist, album, isrc, upc, rating, json, document)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             ON CONFLICT(storefront, type, id) DO UPDATE SET
                 name = excluded.name, artist = excluded.artist, album = excluded.album, isrc = excluded.isrc,
-                upc = excluded.upc, rating = excluded.rating, json = excluded.json
+                upc = excluded.upc, rating = excluded.rating, json = excluded.json, document = excluded.document
             WHERE excluded.name IS NOT NULL
             """)
         try insert.run([storefront, resource.type, resource.id, attributes["name"]?.string,
                         attributes["artistName"]?.string ?? attributes["curatorName"]?.string,
                         attributes["albumName"]?.string, attributes["isrc"]?.string, attributes["upc"]?.string,
-                        attributes["contentRating"]?.string, json])
+                        attributes["contentRating"]?.string, json, document])
     }
 
     // MARK: - Reading
