@@ -102,7 +102,9 @@ public final class AudioFileDecoder {
         }
 
         var sfinfo = SF_INFO()
-        guard let handle = sf_open(path, Int32(SFM_READ), &sfinfo) else {
+        let opened = AudioFileDecoder.isMPEG(path) ? MPEGNotes.withNotesKept { sf_open(path, Int32(SFM_READ), &sfinfo) }
+            : sf_open(path, Int32(SFM_READ), &sfinfo)
+        guard let handle = opened else {
             let code = sf_error(nil)
             var message = String(cString: sf_strerror(nil))
             if message.contains("not a regular file") || message.contains("does not exist") {
@@ -146,6 +148,18 @@ public final class AudioFileDecoder {
         } else {
             declaredFrameCount = info.frameCount
         }
+    }
+
+    /// Whether libsndfile will hand the file to libmpg123: an `.mp3`/`.mp2` name, an ID3 tag or
+    /// an MPEG frame sync at its start.
+    static func isMPEG(_ path: String) -> Bool {
+        let lowered = path.lowercased()
+        if lowered.hasSuffix(".mp3") || lowered.hasSuffix(".mp2") || lowered.hasSuffix(".mpga") { return true }
+        guard let handle = fopen(path, "rb") else { return false }
+        defer { fclose(handle) }
+        var head = [UInt8](repeating: 0, count: 3)
+        guard fread(&head, 1, 3, handle) == 3 else { return false }
+        return head == [0x49, 0x44, 0x33] || (head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
     }
 
     /// Frames the file's header promises; more than `info.frameCount` when the file was cut short.
@@ -368,5 +382,50 @@ public final class AudioFileWriter {
         if sf_close(file) != 0 {
             throw EncoderError(path: path, message: "closing failed")
         }
+    }
+}
+
+/// libmpg123 (behind libsndfile, for MP3) writes its own "Note: Illegal Audio-MPEG-Header …"
+/// lines to stderr while it looks for frames in a broken file, under whatever the program was
+/// printing. The engine reports every failure itself (`DecoderError`), so while libsndfile opens
+/// an MPEG file, stderr goes to a temporary file; afterwards whatever else was written to stderr
+/// meanwhile (by another thread) is written out again, and the decoder's notes are dropped.
+enum MPEGNotes {
+    private static let lock = NSLock()
+
+    static func withNotesKept<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        var template = Array("/tmp/musickit-mpg123-XXXXXX".utf8CString)
+        let capture = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard capture >= 0 else { return body() }
+        unlink(String(cString: template))
+        defer { close(capture) }
+        fflush(nil)
+        let saved = dup(2)
+        guard saved >= 0, dup2(capture, 2) >= 0 else {
+            if saved >= 0 { close(saved) }
+            return body()
+        }
+        let result = body()
+        fflush(nil)
+        dup2(saved, 2)
+        close(saved)
+        // Give back what was not the decoder's.
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        lseek(capture, 0, SEEK_SET)
+        while true {
+            let count = read(capture, &buffer, buffer.count)
+            if count <= 0 { break }
+            output += buffer[0..<count]
+        }
+        let kept = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.hasPrefix("Note: ") && !$0.hasPrefix("[src/libmpg123") && !$0.hasPrefix("Warning: ") }
+            .joined(separator: "\n")
+        if !kept.isEmpty {
+            _ = kept.withCString { Glibc.write(2, $0, strlen($0)) }
+        }
+        return result
     }
 }

@@ -299,8 +299,15 @@ final class CommandLineTests: XCTestCase {
         let headerOnly = folder.appendingPathComponent("empty.wav")
         let writer = try AudioFileWriter(path: headerOnly.path, format: .wav16, sampleRate: 44_100, channelCount: 2)
         try writer.close()
-        let result = try run(["play", "--no-ui", "--device", "null", noise.path, "/dev/zero", headerOnly.path])
+        // Pseudo-random bytes: libmpg123 searches them for frames and has its own say on stderr.
+        let random = folder.appendingPathComponent("random.mp3")
+        var state: UInt32 = 12_345
+        try Data((0..<20_000).map { _ -> UInt8 in state = state &* 1_103_515_245 &+ 12_345; return UInt8(state >> 24) })
+            .write(to: random)
+        let result = try run(["play", "--no-ui", "--device", "null", noise.path, "/dev/zero", headerOnly.path, random.path])
         XCTAssertEqual(result.code, 4, result.err)
+        XCTAssertTrue(result.err.contains("random.mp3: corrupt audio data"), result.err)
+        XCTAssertFalse(result.err.contains("Note:") || result.err.contains("MPEG-Header"), "no decoder chatter: \(result.err)")
         XCTAssertTrue(result.err.contains("/dev/zero: cannot be read (it is not a regular file but a device)"), result.err)
         XCTAssertTrue(result.err.contains("empty.wav: holds no audio (0 frames)"), result.err)
         XCTAssertFalse(result.err.contains("File does not exist"), result.err)
