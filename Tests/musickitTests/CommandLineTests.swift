@@ -6,11 +6,12 @@ import XCTest
 final class CommandLineTests: XCTestCase {
     /// Runs the built `musickit` with `arguments`; returns its exit code and output.
     @discardableResult
-    private func run(_ arguments: [String], environment: [String: String] = [:],
+    private func run(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil,
+                     arguments executableArguments: [String]? = nil,
                      whileRunning: ((Process) -> Void)? = nil) throws -> (code: Int32, out: String, err: String) {
         let process = Process()
-        process.executableURL = CommandLineTests.executable
-        process.arguments = arguments
+        process.executableURL = executable ?? CommandLineTests.executable
+        process.arguments = executableArguments ?? arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()
         let err = Pipe()
@@ -267,6 +268,19 @@ final class CommandLineTests: XCTestCase {
         let decoded = try JSONSerialization.jsonObject(with: Data(json.out.utf8))
         XCTAssertTrue("\(decoded)".contains("pwned"), "the JSON stays valid and keeps the title")
         XCTAssertTrue(json.out.contains(#"\u001b"#) || json.out.contains(#"\u001B"#), json.out)
+    }
+
+    func testADeviceWithoutAClockIsRefusedForThePlayerOnATerminal() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("no script(1)") }
+        let folder = try temporaryDirectory()
+        let file = folder.appendingPathComponent("tone.flac")
+        try tone(file, hz: 440, seconds: 0.3, title: "Tone")
+        // script(1) gives the command a terminal, as a person's shell would.
+        let command = "\(CommandLineTests.executable.path) play --device null \(file.path); echo \"exit=$?\""
+        let result = try run([], executable: URL(fileURLWithPath: "/usr/bin/script"),
+                             arguments: ["-qec", command, "/dev/null"])
+        XCTAssertTrue(result.out.contains("--device null has no clock"), result.out)
+        XCTAssertTrue(result.out.contains("exit=2"), result.out)
     }
 
     func testCatalogImportOfAFolderSaysItIsAFolder() throws {
