@@ -12,7 +12,8 @@ struct CatalogBenchmarks {
     let runs: Int
     let report: Report
 
-    /// Deterministic pseudo-random numbers (SplitMix64), so every run generates the same catalog.
+    /// Deterministic pseudo-random numbers (SplitMix64), so every run generates the same catalog
+    /// (and the fuzzing run the same mutants).
     struct Generator: RandomNumberGenerator {
         var state: UInt64
         mutating func next() -> UInt64 {

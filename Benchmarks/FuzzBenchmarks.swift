@@ -30,7 +30,7 @@ struct FuzzBenchmarks {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let seeds = try makeSeeds(in: work)
-        var generator = SplitMix64(seed: seed)
+        var generator = CatalogBenchmarks.Generator(state: seed)
         var findings = Findings()
         let started = monotonicNanoseconds()
         // Two at a time: one per core.
@@ -109,7 +109,7 @@ struct FuzzBenchmarks {
     }
 
     /// One to three mutations of `original`.
-    private func mutate(_ original: [UInt8], _ generator: inout SplitMix64) -> [UInt8] {
+    private func mutate(_ original: [UInt8], _ generator: inout CatalogBenchmarks.Generator) -> [UInt8] {
         var bytes = original
         for _ in 0..<(1 + Int(generator.next() % 3)) where !bytes.isEmpty {
             let position = Int(generator.next() % UInt64(bytes.count))
@@ -139,18 +139,5 @@ struct FuzzBenchmarks {
             }
         }
         return bytes
-    }
-}
-
-/// A small, fast generator with a seed, so a fuzzing run can be repeated exactly.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -10,22 +10,8 @@ import XCTest
 final class RealTimeSinkTests: XCTestCase {
     private var directory: URL!
 
-    /// One recorder for all these tests, warmed up once: its small latency request makes the
-    /// null sink consume in small blocks, as speakers do (alone, it renders up to 2 s ahead).
-    private static let sharedRecorder = Mutex<MonitorRecorder?>(nil)
 
-    private func recorder() throws -> MonitorRecorder {
-        guard let monitor = AudioTestEnvironment.pulseMonitor else {
-            throw XCTSkip("no monitor source")
-        }
-        return try Self.sharedRecorder.withLock { shared in
-            if let shared { return shared }
-            let recorder = try MonitorRecorder(source: monitor)
-            recorder.warmUp()
-            shared = recorder
-            return recorder
-        }
-    }
+    private func recorder() throws -> MonitorRecorder { try SharedMonitor.recorder() }
 
     override func setUpWithError() throws {
         directory = try makeTemporaryDirectory(self)

@@ -15,7 +15,6 @@ final class StartIntegrityTests: XCTestCase {
     /// start that lost its first 12 ms (~530 frames) to an early plugin start fails.
     static let monitorLandingFloor = 256
 
-    private static let sharedRecorder = Mutex<MonitorRecorder?>(nil)
     private var directory: URL!
     private var sweepURL: URL!
     private var silenceURL: URL!
@@ -34,16 +33,7 @@ final class StartIntegrityTests: XCTestCase {
         try writeAudioFile(silenceURL, [Float](repeating: 0, count: 44_100 * 6 * 2))
     }
 
-    private func recorder() throws -> MonitorRecorder {
-        guard let monitor = AudioTestEnvironment.pulseMonitor else { throw XCTSkip("no monitor source") }
-        return try Self.sharedRecorder.withLock { shared in
-            if let shared { return shared }
-            let recorder = try MonitorRecorder(source: monitor)
-            recorder.warmUp()
-            shared = recorder
-            return recorder
-        }
-    }
+    private func recorder() throws -> MonitorRecorder { try SharedMonitor.recorder() }
 
     private func pulseEngine() throws -> AudioEngine {
         var configuration = AudioEngineConfiguration(deviceName: try AudioTestEnvironment.requirePulse())

@@ -1,5 +1,7 @@
 import AudioEngine
+import AudioMeasurement
 import Foundation
+import Synchronization
 import XCTest
 
 /// A fresh directory under the system's temporary directory, removed by the test's teardown.
@@ -136,5 +138,22 @@ public enum AudioTestEnvironment {
             XCTFail("MUSICKIT_TEST_REQUIRE_AUDIO_SERVER is set but MUSICKIT_TEST_PULSE_DEVICE is not")
         }
         throw XCTSkip("no PulseAudio test sink: run the tests with scripts/test")
+    }
+}
+
+/// One warmed-up recorder of the test sink's monitor, for all player tests in the process: the
+/// null sink consumes in real time only while something records it.
+public enum SharedMonitor {
+    private static let shared = Mutex<MonitorRecorder?>(nil)
+
+    public static func recorder() throws -> MonitorRecorder {
+        guard let monitor = AudioTestEnvironment.pulseMonitor else { throw XCTSkip("no monitor source") }
+        return try shared.withLock { shared in
+            if let shared { return shared }
+            let made = try MonitorRecorder(source: monitor)
+            made.warmUp()
+            shared = made
+            return made
+        }
     }
 }

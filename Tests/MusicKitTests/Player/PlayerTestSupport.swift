@@ -149,23 +149,6 @@ func authorizeTestApp() throws {
     try MusicAuthorizationSettings.set(.authorized, for: MusicKitEnvironment.current.applicationIdentifier)
 }
 
-/// One warmed-up recorder of the test sink's monitor, for all player tests in the process: the
-/// null sink consumes in real time only while something records it.
-enum SharedMonitor {
-    private static let shared = Mutex<MonitorRecorder?>(nil)
-
-    static func recorder() throws -> MonitorRecorder {
-        guard let monitor = AudioTestEnvironment.pulseMonitor else { throw XCTSkip("no monitor source") }
-        return try shared.withLock { shared in
-            if let shared { return shared }
-            let made = try MonitorRecorder(source: monitor)
-            made.warmUp()
-            shared = made
-            return made
-        }
-    }
-}
-
 /// The real-time sink as a player's device.
 func pulseEngineConfiguration() throws -> AudioEngineConfiguration {
     var configuration = AudioEngineConfiguration(deviceName: try AudioTestEnvironment.requirePulse())
