@@ -137,8 +137,10 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     public var periodSizeInFrames: Int = 256
     /// Frames the device buffers: the headroom against scheduling delays.
     public var bufferSizeInFrames: Int = 1024
-    /// Decoded audio kept ahead of the device, in frames.
-    public var ringCapacityInFrames: Int = 65_536
+    /// Decoded audio kept ahead of the device, in frames: 8.9 s at 44.1 kHz (3 MB), so playback
+    /// rides out a decoder held up for seconds (slow storage, a network mount, a spun-down
+    /// disk, a starved CPU) without a dropout.
+    public var ringCapacityInFrames: Int = 393_216
     /// Frames of the next entry decoded ahead so a skip starts at once.
     public var prerollSizeInFrames: Int = 8_192
     /// Frames the decoder reads per step.
