@@ -1,11 +1,8 @@
 /// A point on the output timeline where what is heard changes.
 struct TimelineSegment {
-    enum Kind: UInt8 {
-        case entryStart
-        case continuation
-        case failed
-        case endOfQueue
-    }
+    /// The same four kinds as the markers in the ring: what a marker says there, a segment says
+    /// on the output timeline.
+    typealias Kind = SegmentMarker.Kind
 
     var kind: Kind
     /// Frame of the output timeline (frames written to the device since the stream opened,

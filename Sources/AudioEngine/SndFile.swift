@@ -75,10 +75,13 @@ public final class AudioFileDecoder {
     /// Frames decoded so far (the read position).
     public private(set) var position = 0
 
-    /// File extensions libsndfile reads here; a file with one of them that libsndfile does
-    /// not recognise is called corrupt rather than unsupported.
-    static let knownExtensions: Set<String> = ["wav", "wave", "flac", "ogg", "oga", "opus", "mp3",
-                                               "aif", "aiff", "aifc", "au", "caf", "w64"]
+    /// File extensions (lowercase) of the formats the engine reads: what a library scan
+    /// looks at, what a command line takes for a file, and a file with one of them that the
+    /// decoder does not recognise is called corrupt rather than unsupported.
+    public static let fileExtensions: Set<String> = ["wav", "wave", "flac", "ogg", "oga", "opus", "mp3",
+                                                     "aif", "aiff", "aifc", "au", "caf", "w64"]
+    /// Those of them that hold lossless audio.
+    public static let losslessFileExtensions: Set<String> = ["wav", "wave", "flac", "aif", "aiff", "aifc", "au", "caf", "w64"]
 
     public init(path: String) throws(DecoderError) {
         self.path = path
@@ -116,7 +119,7 @@ public final class AudioFileDecoder {
             let reason: DecoderError.Reason
             switch Int(code) {
             case SF_ERR_UNRECOGNISED_FORMAT:
-                reason = AudioFileDecoder.knownExtensions.contains(fileExtension)
+                reason = AudioFileDecoder.fileExtensions.contains(fileExtension)
                     ? .corrupt("not a valid .\(fileExtension) file: \(message)")
                     : .unsupportedFormat(message)
             case SF_ERR_MALFORMED_FILE:

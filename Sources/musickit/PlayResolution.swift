@@ -1,3 +1,4 @@
+import AudioEngine
 import Foundation
 import MusicKit
 
@@ -45,7 +46,7 @@ enum PlayResolution {
     /// An existing file, or what can only be meant as one (a path, an audio extension).
     static func isFile(_ text: String) -> Bool {
         FileManager.default.fileExists(atPath: text) || text.contains("/")
-            || ["flac", "ogg", "oga", "opus", "mp3", "wav", "aiff", "aif"].contains((text as NSString).pathExtension.lowercased())
+            || AudioFileDecoder.fileExtensions.contains((text as NSString).pathExtension.lowercased())
     }
 
     private static func looksLikeID(_ text: String) -> Bool {

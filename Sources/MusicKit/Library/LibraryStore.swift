@@ -108,8 +108,6 @@ final class LibraryStore: @unchecked Sendable {
         return prefix + String(hash, radix: 16)
     }
 
-    static let audioExtensions: Set<String> = ["wav", "wave", "flac", "ogg", "oga", "opus", "mp3", "aif", "aiff", "aifc", "w64", "caf"]
-
     // MARK: Scanning
 
     /// Brings the files table in line with `folders`: new and changed files (size or
@@ -120,7 +118,7 @@ final class LibraryStore: @unchecked Sendable {
             guard let enumerator = FileManager.default.enumerator(
                 at: folder, includingPropertiesForKeys: [.fileSizeKey, .contentModificationDateKey, .isRegularFileKey],
                 options: [.skipsHiddenFiles]) else { continue }
-            for case let url as URL in enumerator where LibraryStore.audioExtensions.contains(url.pathExtension.lowercased()) {
+            for case let url as URL in enumerator where AudioFileDecoder.fileExtensions.contains(url.pathExtension.lowercased()) {
                 var status = stat()
                 guard stat(url.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
                 found.append((url.path, Int(status.st_size),

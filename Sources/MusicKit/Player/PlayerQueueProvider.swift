@@ -300,9 +300,6 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
 
     /// The audio variant a file gives: lossless for FLAC, WAV and AIFF, lossy stereo otherwise.
     static func audioVariant(ofPath path: String) -> AudioVariant {
-        switch (path as NSString).pathExtension.lowercased() {
-        case "flac", "wav", "wave", "aif", "aiff", "aifc", "w64", "caf": .lossless
-        default: .lossyStereo
-        }
+        AudioFileDecoder.losslessFileExtensions.contains((path as NSString).pathExtension.lowercased()) ? .lossless : .lossyStereo
     }
 }
