@@ -522,16 +522,23 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             guard let issued = provider.started(token) else { return }
             playerQueue.setCurrentEntryID(issued.entry.id)
             state.setAudioVariant(PlayerQueueProvider.audioVariant(ofPath: issued.audio.path))
-            let (isNewEntry, intent, waiters, seeking) = control.withLock { control in
+            // The skips waiting for this entry are taken in the same step as the starts: a skip
+            // asked for once `play()` has returned (resumed just below) waits for the entry after.
+            let (isNewEntry, intent, waiters, entryWaiters, seeking) = control.withLock { control in
                 defer { control.startWaiters = [] }
                 let isNew = control.recordedToken != token
                 control.heardToken = token
                 control.recordedToken = token
-                return (isNew, control.intent, control.startWaiters, control.seeking != nil)
+                var entryWaiters: [CheckedContinuation<Void, Never>] = []
+                if isNew {
+                    entryWaiters = Array(control.entryWaiters.values)
+                    control.entryWaiters = [:]
+                }
+                return (isNew, control.intent, control.startWaiters, entryWaiters, control.seeking != nil)
             }
             if intent == .playing && !seeking { state.setPlaybackStatus(.playing) }
             for waiter in waiters { waiter.resume() }
-            if isNewEntry { resumeEntryWaiters() }
+            for waiter in entryWaiters { waiter.resume() }
             if isNewEntry {
                 recordInHistory(issued.entry)
                 emit(.entryStarted(issued.entry))
