@@ -10,7 +10,8 @@ as `Foundation.`/`FoundationEssentials.`, attributes such as `@preconcurrency`, 
 SwiftUI-only declarations (the `_MusicKit_SwiftUI` module) are left out.
 
 With --check BASELINE, exits 1 when a declaration listed in BASELINE (one `kind path declaration`
-a line, as --write-baseline writes it) is no longer present: the surface only grows.
+a line, as --write-baseline writes it) is no longer present (the surface only grows), or when a
+public declaration that Apple does not have lacks "(Linux addition)" in its documentation.
 
 Usage: scripts/api_surface.py SYMBOLGRAPH_DIR [--check BASELINE] [--write-baseline FILE] [--details]
 """
@@ -54,6 +55,38 @@ def apple_declarations():
                 continue
             rows.append((fields["kind"], fields["path"], normalise(fields["declaration"])))
     return rows
+
+
+# Members a type has because it conforms to a standard protocol: not additions to the API.
+CONFORMANCE_MEMBERS = {"description", "debugDescription", "hash(into:)", "==(_:_:)", "!=(_:_:)", "<(_:_:)",
+                       ">(_:_:)", "<=(_:_:)", ">=(_:_:)", "localizedDescription", "errorDescription",
+                       "failureReason", "recoverySuggestion", "helpAnchor", "init(rawValue:)", "rawValue",
+                       "RawValue", "init(from:)", "encode(to:)", "id", "ID", "hashValue", "allCases", "AllCases",
+                       "init(_:)"}
+
+
+def additions(directory, apple_paths):
+    """Public declarations Apple does not have (a type counts once, not its members), with
+    whether the doc comment says "(Linux addition)". Overrides, synthesized members and members
+    that conformances bring are not additions."""
+    found = []
+    for path in glob.glob(os.path.join(directory, "**", "MusicKit.symbols.json"), recursive=True):
+        with open(path, encoding="utf-8") as handle:
+            graph = json.load(handle)
+        overrides = {r["source"] for r in graph.get("relationships", []) if r["kind"] == "overrides"}
+        for symbol in graph.get("symbols", []):
+            precise = symbol["identifier"]["precise"]
+            if symbol.get("accessLevel") not in ("public", "open") or "::SYNTHESIZED::" in precise or precise in overrides:
+                continue
+            components = symbol.get("pathComponents", [])
+            name = ".".join(components)
+            if name in apple_paths or components[-1] in CONFORMANCE_MEMBERS:
+                continue
+            if len(components) > 1 and ".".join(components[:-1]) not in apple_paths:
+                continue  # a member of an addition: the type says it
+            doc = " ".join(line["text"] for line in (symbol.get("docComment") or {}).get("lines", []))
+            found.append((name, "Linux addition" in doc))
+    return sorted(found)
 
 
 def our_declarations(directory):
@@ -133,6 +166,17 @@ def main():
         for kind, path, declaration in missing:
             print(f"missing    {path}  [{kind}]  {declaration}")
 
+    # Apple's names, the SwiftUI overlay's too (`MusicSubscriptionOffer` is here as a terminal screen).
+    with open(REFERENCE, encoding="utf-8") as handle:
+        apple_paths = {line.split("\t")[3] for line in handle.readlines()[1:] if line.count("\t") >= 4}
+    added = additions(directory, apple_paths)
+    unmarked = [name for name, marked in added if not marked]
+    print(f"\nLinux additions (public, not Apple's): {len(added)}; without \"(Linux addition)\" in their "
+          f"documentation: {len(unmarked)}")
+    if details or unmarked:
+        for name, marked in added:
+            print(f"  {'' if marked else 'UNMARKED '}{name}")
+
     lines = sorted(f"{kind}\t{path}\t{declaration}" for kind, path, declaration in present)
     if write:
         with open(write, "w", encoding="utf-8") as handle:
@@ -147,6 +191,9 @@ def main():
             print(f"\n{len(lost)} declaration(s) that were present are missing or changed now:")
             for line in lost:
                 print("  " + line.replace("\t", "  "))
+            sys.exit(1)
+        if unmarked:
+            print("\nevery public declaration Apple does not have says \"(Linux addition)\" in its documentation")
             sys.exit(1)
         print(f"\nnone of the {len(baseline)} declarations present before is missing")
 

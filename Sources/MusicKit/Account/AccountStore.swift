@@ -8,6 +8,7 @@ import Glibc
 /// over the old one, under an exclusive `flock` so that two processes do not interleave).
 /// There is no store to buy from: the subscription is a local setting (`musickit account`,
 /// `musickit subscribe`), and a fresh account starts subscribed so the bundled catalog plays.
+/// (Linux addition)
 public struct MusicAccountSettings: Codable, Equatable, Sendable {
     /// Two-letter storefront code: which catalog requests read.
     public var storefront: String = "us"
@@ -49,6 +50,7 @@ public struct MusicAccountSettings: Codable, Equatable, Sendable {
 }
 
 /// A settings file that could not be read; it was moved aside, not overwritten.
+/// (Linux addition)
 public struct SettingsFileError: Error, CustomStringConvertible, Sendable, Equatable {
     public let file: String
     public let reason: String

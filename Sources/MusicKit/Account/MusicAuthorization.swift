@@ -44,6 +44,7 @@ public struct MusicAuthorization: Sendable {
     /// The app's explanation of why it wants access, shown at the prompt: the
     /// `NSAppleMusicUsageDescription` key of an `Info.plist` next to the executable (as on Apple
     /// platforms), or of the environment.
+    /// (Linux addition)
     public static var usageDescription: String? {
         let key = "NSAppleMusicUsageDescription"
         if let value = ProcessInfo.processInfo.environment[key], !value.isEmpty { return value }
@@ -102,6 +103,7 @@ enum AuthorizationPrompt {
 }
 
 /// Decides for an app without asking (not part of Apple's API: there, Settings does it).
+/// (Linux addition)
 public enum MusicAuthorizationSettings {
     /// Records `status` for `app` (nil forgets the answer, so the app asks again).
     public static func set(_ status: MusicAuthorization.Status?, for app: String) throws {

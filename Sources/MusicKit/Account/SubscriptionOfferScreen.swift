@@ -4,6 +4,7 @@ import Glibc
 extension MusicSubscriptionOffer {
     /// What the offer says, for `options`: a headline and a line that follow the message
     /// identifier and name the item when there is one.
+    /// (Linux addition)
     public struct Message: Equatable, Sendable {
         public let headline: String
         public let body: String
@@ -11,6 +12,7 @@ extension MusicSubscriptionOffer {
     }
 
     /// The offer's text (the terminal screen prints it).
+    /// (Linux addition)
     public static func message(for options: Options, itemTitle: String?) -> Message {
         let item = itemTitle.map { "“\($0)”" }
         switch options.messageIdentifier {
@@ -34,6 +36,7 @@ extension MusicSubscriptionOffer {
     /// accepts, subscribes the account without leaving the app. Returns whether the account is
     /// subscribed afterwards. Throws when there is no terminal to present on, or when the
     /// person cannot become a subscriber.
+    /// (Linux addition)
     public static func present(options: Options = .default) async throws -> Bool {
         let descriptor = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { throw OfferError.noTerminal }
@@ -42,6 +45,7 @@ extension MusicSubscriptionOffer {
     }
 
     /// Why the offer could not be shown.
+    /// (Linux addition)
     public enum OfferError: Error, Equatable, Sendable, CustomStringConvertible {
         case noTerminal
         case alreadySubscribed

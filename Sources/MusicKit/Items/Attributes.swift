@@ -2,6 +2,7 @@ import Foundation
 
 /// A colour, as Core Graphics has it on Apple platforms (where `Artwork`'s colours are
 /// `CGColor`s). Here: RGBA components in 0...1.
+/// (Linux addition)
 public final class CGColor: Hashable, Sendable, CustomStringConvertible {
     public let components: [CGFloat]?
     public var numberOfComponents: Int { components?.count ?? 0 }

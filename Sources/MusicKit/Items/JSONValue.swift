@@ -2,6 +2,7 @@ import Foundation
 
 /// A JSON value as found in Apple Music API documents, kept as it came so that attributes
 /// this framework does not model survive a decode and encode.
+/// (Linux addition)
 public enum JSONValue: Codable, Hashable, Sendable {
     case null
     case bool(Bool)

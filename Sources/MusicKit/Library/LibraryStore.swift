@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 
 /// Progress of a library scan.
+/// (Linux addition)
 public struct LibraryScanProgress: Sendable, Equatable {
     /// Files looked at so far, and how many the folders hold.
     public var filesSeen: Int
@@ -12,6 +13,7 @@ public struct LibraryScanProgress: Sendable, Equatable {
 }
 
 /// What a scan did.
+/// (Linux addition)
 public struct LibraryScanResult: Sendable, Equatable {
     public var filesSeen: Int
     public var added: Int

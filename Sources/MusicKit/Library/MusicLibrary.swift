@@ -324,6 +324,7 @@ public final class MusicLibrary: Sendable {
 
 /// Library scanning and settings: the Linux side of the library (on Apple platforms, the Music
 /// app keeps it). Not part of Apple's API.
+/// (Linux addition)
 public enum MusicLibraryScanner {
     /// The folders the library is scanned from (`~/Music` until set).
     public static var folders: [URL] {

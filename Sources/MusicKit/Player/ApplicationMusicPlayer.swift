@@ -30,6 +30,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     public static let shared = ApplicationMusicPlayer(engineConfiguration: defaultEngineConfiguration)
 
     /// The configuration `shared` starts with: the default ALSA device, or `MUSICKIT_AUDIO_DEVICE`.
+    /// (Linux addition)
     public static var defaultEngineConfiguration: AudioEngineConfiguration {
         var configuration = AudioEngineConfiguration()
         if let device = ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"], !device.isEmpty {
@@ -392,6 +393,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     /// How far into an entry `skipToPreviousEntry()` restarts it instead (seconds).
+    /// (Linux addition)
     public static let restartThreshold: TimeInterval = 3
 
     public override func restartCurrentEntry() {
@@ -430,6 +432,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     // MARK: - Seeking
 
     /// Seeking moves through the entry at this many times real time.
+    /// (Linux addition)
     public static let seekingRate: Double = 4
 
     public override func beginSeekingForward() { beginSeeking(rate: ApplicationMusicPlayer.seekingRate) }
@@ -596,6 +599,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     /// Waits until the history writes asked for so far are done (tests, the CLI before exit).
+    /// (Linux addition)
     public func waitForHistoryWrites() {
         historyQueue.sync {}
     }

@@ -22,6 +22,7 @@ extension MusicPlayer {
 
         /// Whether playing this queue is recorded in the listening history ("Recently Played").
         /// It still respects the person's "Use Listening History" setting.
+        /// (Linux addition)
         public var affectsListeningHistory: Bool {
             get { registrar.access(self, keyPath: \.affectsListeningHistory); return lock.withLock { _affectsListeningHistory } }
             set { registrar.withMutation(of: self, keyPath: \.affectsListeningHistory) { lock.withLock { _affectsListeningHistory = newValue } } }

@@ -4,12 +4,14 @@ import Foundation
 /// storefront.
 public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>: Sendable {
     /// Changes how the request answers.
+    /// (Linux addition)
     public typealias Options = MusicCatalogResourceRequestOptions
 
     /// Related properties to load with the items.
     public var properties: [PartialMusicAsyncProperty<MusicItemType>] = []
     /// At most this many items.
     public var limit: Int?
+    /// (Linux addition)
     public var options: Options = []
 
     enum Filter: Sendable, Equatable {
@@ -98,6 +100,7 @@ extension MusicCatalogResourceRequest: CustomStringConvertible {
 }
 
 /// Options of `MusicCatalogResourceRequest` (`MusicCatalogResourceRequest.Options`).
+/// (Linux addition)
 public struct MusicCatalogResourceRequestOptions: OptionSet, Hashable, Sendable {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
@@ -117,6 +120,7 @@ public struct MusicCatalogResourceResponse<MusicItemType: MusicItem>: Sendable, 
 
     /// The item that answers the requested ID: itself, or its equivalent (another storefront's
     /// ID, a clean version) with `.findEquivalents`; nil when the catalog has nothing for it.
+    /// (Linux addition)
     public func item(for requestedID: MusicItemID) -> MusicItemType? {
         byRequestedID[requestedID]
     }

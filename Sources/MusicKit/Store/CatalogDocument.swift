@@ -1,6 +1,7 @@
 import Foundation
 
 /// A catalog document could not be used: which file, where in it, and what is wrong.
+/// (Linux addition)
 public struct CatalogDocumentError: Error, CustomStringConvertible, Sendable, Equatable {
     public let file: String
     /// e.g. `data[3].attributes.durationInMillis`.

@@ -1,6 +1,7 @@
 import Foundation
 
 /// Progress of a catalog import, for people waiting on a long one.
+/// (Linux addition)
 public struct CatalogImportProgress: Sendable, Equatable {
     public enum Phase: String, Sendable { case reading, writing, indexing, done }
     public var phase: Phase

@@ -2,6 +2,7 @@ import Foundation
 
 /// The embedded catalog database, for tools: build it with progress, import a person's own
 /// documents, report what happened. Not part of Apple's API (there, the catalog is a server).
+/// (Linux addition)
 public enum MusicCatalogIndex {
     /// What the catalog database holds and how it came to be.
     public struct Status: Sendable {

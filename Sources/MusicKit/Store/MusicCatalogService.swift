@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 
 /// Why a catalog request failed.
+/// (Linux addition)
 public enum MusicCatalogError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The bundled catalog documents were not found (set MUSICKIT_ASSETS).
     case noCatalogDocuments(searched: String)

@@ -4,6 +4,7 @@ import Foundation
 // The one wrapper around SQLite (CSQLite). Every sqlite3_* call of the project goes through this file.
 
 /// A failed SQLite call: the operation, the result code and SQLite's message.
+/// (Linux addition)
 public struct SQLiteError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The C function or the statement that failed.
     public let operation: String

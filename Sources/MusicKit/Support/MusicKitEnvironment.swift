@@ -10,6 +10,7 @@ import Synchronization
 /// overridden with `MUSICKIT_CONFIG_DIR`, `MUSICKIT_DATA_DIR`, `MUSICKIT_RUNTIME_DIR`; the bundled
 /// assets (previews, catalog documents, artwork) are found through `MUSICKIT_ASSETS`, next to the
 /// executable in a source checkout, or under `/usr/local/share/musickit` and `/usr/share/musickit`.
+/// (Linux addition)
 public struct MusicKitEnvironment: Sendable, Equatable {
     public var configDirectory: URL
     public var dataDirectory: URL
