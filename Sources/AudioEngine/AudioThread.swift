@@ -104,6 +104,8 @@ struct AudioRenderer: ~Copyable {
     /// Set inside the render step, which may not make system calls; signalled after it.
     private var wakeDecoder = false
     private var stopRequested = false
+    /// A request for the decoder is waiting; signalled after this turn's writes (see skipToNext).
+    private var wakeDecoderAfterService = false
 
     init(ring: consuming RingBuffer<Float>.Consumer,
          markers: consuming RingBuffer<SegmentMarker>.Consumer,
@@ -163,6 +165,10 @@ struct AudioRenderer: ~Copyable {
             processCommands()
             if stopRequested { break }
             service()
+            if wakeDecoderAfterService {
+                wakeDecoderAfterService = false
+                decoderWake.signal()
+            }
             // Sleep: on the device while it runs, on the wake-up signal always; poll briefly
             // while waiting for the decoder (it also wakes us when it writes).
             let watchDevice = mode == .running || mode == .draining
@@ -273,7 +279,9 @@ struct AudioRenderer: ~Copyable {
                 releasePrerollSlot()
                 requiredEpoch &+= 1
                 _ = requests.push(.continueAfterPreroll(slot: index, epoch: requiredEpoch))
-                decoderWake.signal()
+                // The preroll holds ~0.19 s: wake the decoder once the device has started, so
+                // it does not compete with the start for a core.
+                wakeDecoderAfterService = true
                 releasePeriodRemainder()
                 restartOutput(played: played, replayFrom: nil, autoStart: autoStart)
                 prerollSlotIndex = index
