@@ -218,8 +218,9 @@ public final class AudioEngine: Sendable {
     /// Makes the audio thread act as if the device's next write failed with `error` (a
     /// negative errno such as -EPIPE): for tests of the recovery path.
     func simulateDeviceError(_ error: Int32) {
-        control.withLock { $0.session }?.shared.simulatedDeviceError.store(Int(error), ordering: .relaxed)
-        control.withLock { $0.session }?.audioWake.signal()
+        guard let session = control.withLock({ $0.session }) else { return }
+        session.shared.simulatedDeviceError.store(Int(error), ordering: .relaxed)
+        session.audioWake.signal()
     }
 
     /// Whether the next entry's first frames wait in a preroll slot (skips take them at once).

@@ -51,6 +51,7 @@ struct AudioRenderer: ~Copyable {
     private let staging: UnsafeMutableRawPointer
     private let stagingCapacityInFrames: Int
     private var stagedFrames = 0
+    private var stagingRoomInFrames: Int { stagingCapacityInFrames - stagedFrames }
     /// Dropped and not prepared again yet: `startDevice()` prepares it.
     private var deviceNeedsPrepare = false
     private let bytesPerFrame: Int
@@ -408,8 +409,7 @@ struct AudioRenderer: ~Copyable {
             let result = device.write(staging + offset * bytesPerFrame, frameCount: stagedFrames - offset)
             if result == -Int(EAGAIN) || result == 0 { break }
             if result < 0 {
-                stagedFrames = 0
-                recoverDevice(result)
+                recoverDevice(result)  // drops what is staged
                 return false
             }
             offset += result
@@ -439,8 +439,11 @@ struct AudioRenderer: ~Copyable {
     /// Writes what the device can take and publishes what was heard.
     private mutating func service() {
         discardStaleFrames()
-        let simulatedError = shared.simulatedDeviceError.exchange(0, ordering: .relaxed)
-        if simulatedError != 0 && (mode == .running || mode == .draining) { recoverDevice(simulatedError) }
+        // A plain load on every turn; the read-modify-write only when a test asked for an error.
+        if shared.simulatedDeviceError.load(ordering: .relaxed) != 0 {
+            let simulatedError = shared.simulatedDeviceError.exchange(0, ordering: .relaxed)
+            if mode == .running || mode == .draining { recoverDevice(simulatedError) }
+        }
         switch mode {
         case .filling(let autoStart):
             fill(autoStart: autoStart)
@@ -464,7 +467,7 @@ struct AudioRenderer: ~Copyable {
     private mutating func fill(autoStart: Bool) {
         var wroteSomething = false
         while framesWritten - timelineFrameAtRestart + periodFrames <= prefillLimitInFrames || periodPendingCount > 0 {
-            if stagingCapacityInFrames - stagedFrames < periodFrames { break }
+            if stagingRoomInFrames < periodFrames { break }
             // Before `play()`, only whole periods: what is staged then is exactly what was
             // decoded (a skip can find the next entry's start there).
             let written = writeOnePeriod(padWithSilence: false, allowPartial: autoStart)
@@ -473,7 +476,7 @@ struct AudioRenderer: ~Copyable {
             wroteSomething = true
         }
         let buffered = framesWritten - timelineFrameAtRestart
-        let full = buffered + periodFrames > prefillLimitInFrames || stagingCapacityInFrames - stagedFrames < periodFrames
+        let full = buffered + periodFrames > prefillLimitInFrames || stagingRoomInFrames < periodFrames
         let primed = full || endOfQueueFrame != nil || (autoStart && buffered > 0 && !wroteSomething)
         guard primed else { return }
         if !primedAnnounced {
@@ -535,7 +538,7 @@ struct AudioRenderer: ~Copyable {
         let result: Int
         if case .filling = mode {
             // The device is stopped: stage the frames, never write them where a plugin could play them.
-            result = min(periodPendingCount, stagingCapacityInFrames - stagedFrames)
+            result = min(periodPendingCount, stagingRoomInFrames)
             (staging + stagedFrames * bytesPerFrame).copyMemory(from: pending, byteCount: result * bytesPerFrame)
             stagedFrames += result
         } else {
