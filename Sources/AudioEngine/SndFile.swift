@@ -105,7 +105,7 @@ public final class AudioFileDecoder {
         }
 
         var sfinfo = SF_INFO()
-        let opened = AudioFileDecoder.isMPEG(path) ? MPEGNotes.withNotesKept { sf_open(path, Int32(SFM_READ), &sfinfo) }
+        let opened = AudioFileDecoder.isMPEG(path) ? MPEGNotes.withNotesDropped { sf_open(path, Int32(SFM_READ), &sfinfo) }
             : sf_open(path, Int32(SFM_READ), &sfinfo)
         guard let handle = opened else {
             let code = sf_error(nil)
@@ -153,11 +153,13 @@ public final class AudioFileDecoder {
         }
     }
 
-    /// Whether libsndfile will hand the file to libmpg123: an `.mp3`/`.mp2` name, an ID3 tag or
-    /// an MPEG frame sync at its start.
+    /// Whether libsndfile will hand the file to libmpg123: an `.mp3`/`.mp2` name, or, for a
+    /// name that is none of the formats read here, an ID3 tag or an MPEG frame sync at its
+    /// start (files named as another format are not read twice for this).
     static func isMPEG(_ path: String) -> Bool {
-        let lowered = path.lowercased()
-        if lowered.hasSuffix(".mp3") || lowered.hasSuffix(".mp2") || lowered.hasSuffix(".mpga") { return true }
+        let fileExtension = (path as NSString).pathExtension.lowercased()
+        if ["mp3", "mp2", "mpga"].contains(fileExtension) { return true }
+        if fileExtensions.contains(fileExtension) { return false }
         guard let handle = fopen(path, "rb") else { return false }
         defer { fclose(handle) }
         var head = [UInt8](repeating: 0, count: 3)
@@ -396,7 +398,7 @@ public final class AudioFileWriter {
 enum MPEGNotes {
     private static let lock = NSLock()
 
-    static func withNotesKept<T>(_ body: () -> T) -> T {
+    static func withNotesDropped<T>(_ body: () -> T) -> T {
         lock.lock()
         defer { lock.unlock() }
         var template = Array("/tmp/musickit-mpg123-XXXXXX".utf8CString)
