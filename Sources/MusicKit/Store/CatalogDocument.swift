@@ -41,19 +41,12 @@ struct CatalogDocument {
     /// Parses and validates `url`. Relative URLs in the document (previews, artwork) are
     /// resolved against its folder.
     init(url: URL) throws(CatalogDocumentError) {
+        try self.init(url: url, root: CatalogDocument.readJSON(url))
+    }
+
+    /// Validates the document `root` read from `url` (see `readJSON`).
+    init(url: URL, root: JSONValue) throws(CatalogDocumentError) {
         let file = url.path
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw CatalogDocumentError(file: file, jsonPath: "(file)", reason: "cannot be read: \(error.localizedDescription)")
-        }
-        let root: JSONValue
-        do {
-            root = try JSONValue.parse(data)
-        } catch {
-            throw CatalogDocumentError(file: file, jsonPath: "(\(error.line):\(error.column))", reason: "not valid JSON: \(error.message)")
-        }
         let folder = url.deletingLastPathComponent()
         let folderName = folder.lastPathComponent
         storefront = root["storefront"]?.string
@@ -333,18 +326,27 @@ struct CatalogDocument {
         return "file://" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + fragment
     }
 
-    /// The document at `url` as JSON text whose relative URLs (every `"url"` without a
-    /// scheme: previews, artwork) are absolute, for a copy kept in another folder.
-    static func absolutized(_ url: URL) throws(CatalogDocumentError) -> Data {
-        let root: JSONValue
+    /// The JSON of the document at `url`; a file that cannot be read or is not JSON is an error
+    /// naming the file (and the line and column).
+    static func readJSON(_ url: URL) throws(CatalogDocumentError) -> JSONValue {
+        let data: Data
         do {
-            root = try JSONValue.parse(try Data(contentsOf: url))
-        } catch let error as JSONSyntaxError {
-            throw CatalogDocumentError(file: url.path, jsonPath: "(\(error.line):\(error.column))", reason: "not valid JSON: \(error.message)")
+            data = try Data(contentsOf: url)
         } catch {
             throw CatalogDocumentError(file: url.path, jsonPath: "(file)", reason: "cannot be read: \(error.localizedDescription)")
         }
-        let base = url.deletingLastPathComponent()
+        do {
+            return try JSONValue.parse(data)
+        } catch {
+            throw CatalogDocumentError(file: url.path, jsonPath: "(\(error.line):\(error.column))",
+                                       reason: "not valid JSON: \(error.message)")
+        }
+    }
+
+    /// The document `root`, read from a file in `base`, as JSON text whose relative URLs
+    /// (every `"url"` without a scheme: previews, artwork) are absolute, for a copy kept in
+    /// another folder.
+    static func absolutized(_ root: JSONValue, relativeTo base: URL) -> Data {
         func walk(_ value: JSONValue) -> JSONValue {
             switch value {
             case .array(let values): return .array(values.map(walk))

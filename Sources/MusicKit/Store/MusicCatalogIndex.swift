@@ -50,8 +50,10 @@ public enum MusicCatalogIndex {
                 throw CatalogDocumentError(file: document.path, jsonPath: "(file)",
                                            reason: "is a folder, not a JSON document (import the .json files in it)")
             }
-            _ = try CatalogDocument(url: document)
-            copies.append((document.lastPathComponent, try CatalogDocument.absolutized(document)))
+            let root = try CatalogDocument.readJSON(document)
+            _ = try CatalogDocument(url: document, root: root)
+            copies.append((document.lastPathComponent,
+                           CatalogDocument.absolutized(root, relativeTo: document.deletingLastPathComponent())))
         }
         let folder = MusicCatalogService.userDocumentsDirectory(environment)
         try PrivateFiles.ensureDirectory(folder)
