@@ -88,17 +88,20 @@ enum PrivateFiles {
     /// Replaces `url` with `data`: exclusive temporary, write, fsync, rename, fsync the folder.
     static func writeAtomically(_ data: Data, to url: URL) throws {
         try replace(url) { descriptor in
-            try data.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw Failure(operation: "write", path: url.path, code: errno)
-                    }
-                    offset += written
-                }
+            try data.withUnsafeBytes { try writeAll($0, to: descriptor, path: url.path) }
+        }
+    }
+
+    /// Writes all of `bytes` to `descriptor`, through partial writes and interruptions.
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw Failure(operation: "write", path: path, code: errno)
             }
+            offset += written
         }
     }
 
@@ -117,15 +120,7 @@ enum PrivateFiles {
                     throw Failure(operation: "read", path: source.path, code: errno)
                 }
                 if count == 0 { break }
-                var offset = 0
-                while offset < count {
-                    let written = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress! + offset, count - offset) }
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw Failure(operation: "write", path: url.path, code: errno)
-                    }
-                    offset += written
-                }
+                try buffer.withUnsafeBytes { try writeAll(UnsafeRawBufferPointer(rebasing: $0[..<count]), to: output, path: url.path) }
             }
         }
     }
