@@ -65,18 +65,14 @@ struct EngineBenchmarks {
             let call = monotonicNanoseconds()
             engine.skipToNextEntry()
             checks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples))
-            timings.append(engine.statistics.startTimings)
-            let skips = engine.statistics.skips
-            sources.preroll += skips.preroll
-            sources.ring += skips.ring
-            sources.deviceBuffer += skips.deviceBuffer
-            sources.decoder += skips.decoder
+            let statistics = engine.statistics
+            timings.append(statistics.startTimings)
+            sources.add(statistics.skips)
             engine.stop()
             settle()
         }
         report.add(Row("engine skip: skipToNextEntry() -> next entry's sound", starts: checks, landingFloor: landingFloor,
-                       note: "next entry from: preroll \(sources.preroll), ring \(sources.ring), "
-                           + "device buffer \(sources.deviceBuffer), decoder \(sources.decoder); " + Self.describe(timings)))
+                       note: sources.note + "; " + Self.describe(timings)))
     }
 
     /// A seek from the file's silent first 2 s to the sweep at 2 s, while playing.
@@ -197,6 +193,20 @@ struct EngineBenchmarks {
                        note: "\(load); underruns \(statistics.underruns), xruns \(statistics.xruns), realtime thread: "
                            + "\(statistics.isRealtime); at the monitor: \(check.mismatchedFrames) of \(check.comparedFrames) "
                            + "frames differ from the file (landing +\(check.landingFrame.map(String.init) ?? "?"))"))
+    }
+}
+
+extension AudioEngineStatistics.SkipSources {
+    mutating func add(_ other: Self) {
+        deviceBuffer += other.deviceBuffer
+        ring += other.ring
+        preroll += other.preroll
+        decoder += other.decoder
+    }
+
+    /// Where the skips' next entries came from, for a row's note.
+    var note: String {
+        "next entry from: preroll \(preroll), ring \(ring), device buffer \(deviceBuffer), decoder \(decoder)"
     }
 }
 

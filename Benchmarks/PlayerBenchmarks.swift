@@ -27,18 +27,19 @@ struct PlayerBenchmarks {
     private func settle() { Thread.sleep(forTimeInterval: 0.25) }
 
     /// The start `action` makes (a player call, not awaited) checked at the monitor: the
-    /// sweep from `expectedFrame` of `track`; then playback stops and the sink goes quiet.
+    /// sweep from `expectedFrame` of `track`; then the engine's statistics are read, playback
+    /// stops and the sink goes quiet.
     private func checkStart(_ player: ApplicationMusicPlayer, since: UInt64, track: [Int16]? = nil, expectedFrame: Int = 0,
-                            statistics: UnsafeMutablePointer<AudioEngineStatistics>? = nil,
-                            _ action: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void) -> StartCheck {
+                            _ action: @escaping @Sendable (ApplicationMusicPlayer) async throws -> Void)
+        -> (check: StartCheck, statistics: AudioEngineStatistics) {
         let call = monotonicNanoseconds()
         Task { try await action(player) }
         let check = recorder.checkStart(since: since, call: call, track: track ?? fixtures.sweepSamples,
                                         expectedFrame: expectedFrame)
-        statistics?.pointee = player.engineStatistics
+        let statistics = player.engineStatistics
         player.stop()
         settle()
-        return check
+        return (check, statistics)
     }
 
     /// A queue of `songs` kept out of the listening history.
@@ -104,7 +105,7 @@ struct PlayerBenchmarks {
                     do { try waitFor { try await player.prepareToPlay() } } catch { progress("prepare failed: \(error)"); continue }
                     Thread.sleep(forTimeInterval: 0.5)
                 }
-                checks.append(checkStart(player, since: since) { try await $0.play() })
+                checks.append(checkStart(player, since: since) { try await $0.play() }.check)
             }
             report.add(Row(prepared ? "player TTFA after prepareToPlay(): play() -> sound" : "player TTFA cold: play() -> sound",
                            starts: checks, landingFloor: landingFloor, note: "ApplicationMusicPlayer, a library song"))
@@ -119,16 +120,12 @@ struct PlayerBenchmarks {
             do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
             let since = monotonicNanoseconds()
             Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
-            var statistics = player.engineStatistics
-            checks.append(checkStart(player, since: since, statistics: &statistics) { try await $0.skipToNextEntry() })
-            sources.preroll += statistics.skips.preroll
-            sources.decoder += statistics.skips.decoder
-            sources.ring += statistics.skips.ring
-            sources.deviceBuffer += statistics.skips.deviceBuffer
+            let (check, statistics) = checkStart(player, since: since) { try await $0.skipToNextEntry() }
+            checks.append(check)
+            sources.add(statistics.skips)
         }
         report.add(Row("player skip: skipToNextEntry() -> next entry's sound", starts: checks, landingFloor: landingFloor,
-                       note: "ApplicationMusicPlayer, library songs; next entry from: preroll \(sources.preroll), "
-                           + "ring \(sources.ring), device buffer \(sources.deviceBuffer), decoder \(sources.decoder)"))
+                       note: "ApplicationMusicPlayer, library songs; " + sources.note))
     }
 
     private func seekLatency(_ player: ApplicationMusicPlayer) {
@@ -140,7 +137,7 @@ struct PlayerBenchmarks {
             let since = monotonicNanoseconds()
             Thread.sleep(forTimeInterval: 0.5)
             checks.append(checkStart(player, since: since, track: fixtures.silenceThenSweepSamples,
-                                     expectedFrame: Fixtures.silenceThenSweepSeekFrame) { $0.playbackTime = seconds })
+                                     expectedFrame: Fixtures.silenceThenSweepSeekFrame) { $0.playbackTime = seconds }.check)
         }
         report.add(Row("player seek: playbackTime = 2 -> sound at the target", starts: checks, landingFloor: landingFloor,
                        note: "ApplicationMusicPlayer, from the silent first 2 s to the sweep"))
@@ -189,7 +186,7 @@ struct PlayerBenchmarks {
                 queue.affectsListeningHistory = false
                 player.queue = queue
                 try await player.play()
-            })
+            }.check)
         }
         report.add(Row("100,000-track playlist: queue made and set, play() -> sound", starts: checks,
                        landingFloor: landingFloor, note: "catalog songs (subscription checked), cold device"))

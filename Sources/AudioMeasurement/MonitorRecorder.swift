@@ -112,14 +112,6 @@ public final class MonitorRecorder: @unchecked Sendable {
         return nil
     }
 
-    /// Milliseconds from `nanoseconds` (CLOCK_MONOTONIC) to the arrival of the first sound
-    /// after it, waiting up to `timeout` seconds; nil when none came.
-    public func millisecondsToFirstSound(after nanoseconds: UInt64, timeout: Double = 2) -> Double? {
-        firstSound(after: nanoseconds, timeout: timeout).map {
-            Double(Int64(bitPattern: $0.arrivalNanoseconds &- nanoseconds)) / 1e6
-        }
-    }
-
     /// The samples recorded from `nanoseconds` on (interleaved stereo), waiting `seconds` first.
     public func samples(after nanoseconds: UInt64) -> [Int16] {
         chunks(arrivedAfter: nanoseconds).flatMap(\.samples)

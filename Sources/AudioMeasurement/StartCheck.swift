@@ -87,15 +87,11 @@ extension MonitorRecorder {
                               comparedFrames: 0, mismatchedFrames: 0,
                               heardTrackFrame: Self.locate(heard, in: track, from: 0, searchFrames: track.count / 2))
         }
-        let compared = min(compareFrames, heard.count / 2, track.count / 2 - start)
-        var mismatched = 0
-        for frame in 0..<max(0, compared) where
-            heard[frame * 2] != track[(start + frame) * 2] || heard[frame * 2 + 1] != track[(start + frame) * 2 + 1] {
-            mismatched += 1
-        }
+        let compared = max(0, min(compareFrames, heard.count / 2, track.count / 2 - start))
         return StartCheck(milliseconds: milliseconds, framesHeardBeforeCall: heardBefore,
-                          landingFrame: start - expectedFrame, comparedFrames: max(0, compared),
-                          mismatchedFrames: mismatched, heardTrackFrame: start)
+                          landingFrame: start - expectedFrame, comparedFrames: compared,
+                          mismatchedFrames: Self.differingFrames(heard, from: 0, track, from: start, count: compared),
+                          heardTrackFrame: start)
     }
 
     /// The recorded samples from recording frame `frame` on, from the chunks that arrived
@@ -109,6 +105,18 @@ extension MonitorRecorder {
             result += chunk.samples[(skip * 2)...]
         }
         return result
+    }
+
+    /// Stereo frames among `count` that differ between `heard` from `heardFrame` and `track`
+    /// from `trackFrame`.
+    static func differingFrames(_ heard: [Int16], from heardFrame: Int, _ track: [Int16], from trackFrame: Int,
+                                count: Int) -> Int {
+        var differing = 0
+        for frame in 0..<count where heard[(heardFrame + frame) * 2] != track[(trackFrame + frame) * 2]
+            || heard[(heardFrame + frame) * 2 + 1] != track[(trackFrame + frame) * 2 + 1] {
+            differing += 1
+        }
+        return differing
     }
 
     static func nonSilentFrames(_ samples: [Int16]) -> Int {
@@ -191,14 +199,11 @@ extension MonitorRecorder {
             frameCount += chunk.samples.count / 2
             if frameCount > found.heardFrame { arrival = chunk.arrivalNanoseconds; break }
         }
-        let compared = min(compareFrames, heard.count / 2 - found.heardFrame, track.count / 2 - found.trackFrame)
-        var mismatched = 0
-        for frame in 0..<max(0, compared) where heard[(found.heardFrame + frame) * 2] != track[(found.trackFrame + frame) * 2]
-            || heard[(found.heardFrame + frame) * 2 + 1] != track[(found.trackFrame + frame) * 2 + 1] {
-            mismatched += 1
-        }
+        let compared = max(0, min(compareFrames, heard.count / 2 - found.heardFrame, track.count / 2 - found.trackFrame))
         return StartCheck(milliseconds: Double(Int64(bitPattern: arrival &- call)) / 1e6, framesHeardBeforeCall: 0,
-                          landingFrame: found.trackFrame - expectedFrame, comparedFrames: max(0, compared),
-                          mismatchedFrames: mismatched, heardTrackFrame: found.trackFrame)
+                          landingFrame: found.trackFrame - expectedFrame, comparedFrames: compared,
+                          mismatchedFrames: Self.differingFrames(heard, from: found.heardFrame, track, from: found.trackFrame,
+                                                                 count: compared),
+                          heardTrackFrame: found.trackFrame)
     }
 }
