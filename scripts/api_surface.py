@@ -45,16 +45,17 @@ def normalise(declaration):
     return text
 
 
-def apple_declarations():
-    rows = []
+def reference_rows():
+    """Every row of Apple's list, as a dictionary of its columns."""
     with open(REFERENCE, encoding="utf-8") as handle:
         header = handle.readline().rstrip("\n").split("\t")
-        for line in handle:
-            fields = dict(zip(header, line.rstrip("\n").split("\t")))
-            if fields["precise"].startswith("s:17_MusicKit_SwiftUI") or "SwiftUI" in fields["declaration"]:
-                continue
-            rows.append((fields["kind"], fields["path"], normalise(fields["declaration"])))
-    return rows
+        return [dict(zip(header, line.rstrip("\n").split("\t"))) for line in handle]
+
+
+def apple_declarations(rows):
+    """Apple's non-SwiftUI declarations as (kind, path, normalised declaration)."""
+    return [(fields["kind"], fields["path"], normalise(fields["declaration"])) for fields in rows
+            if not fields["precise"].startswith("s:17_MusicKit_SwiftUI") and "SwiftUI" not in fields["declaration"]]
 
 
 # Members a type has because it conforms to a standard protocol: not additions to the API.
@@ -117,7 +118,8 @@ def main():
     write = arguments[arguments.index("--write-baseline") + 1] if "--write-baseline" in arguments else None
     details = "--details" in arguments
 
-    apple = apple_declarations()
+    reference = reference_rows()
+    apple = apple_declarations(reference)
     ours = our_declarations(directory)
     ours_by_path = collections.defaultdict(set)
     # Default implementations (declared once in a protocol extension, in terms of `Self`): the
@@ -167,8 +169,7 @@ def main():
             print(f"missing    {path}  [{kind}]  {declaration}")
 
     # Apple's names, the SwiftUI overlay's too (`MusicSubscriptionOffer` is here as a terminal screen).
-    with open(REFERENCE, encoding="utf-8") as handle:
-        apple_paths = {line.split("\t")[3] for line in handle.readlines()[1:] if line.count("\t") >= 4}
+    apple_paths = {fields["path"] for fields in reference}
     added = additions(directory, apple_paths)
     unmarked = [name for name, marked in added if not marked]
     print(f"\nLinux additions (public, not Apple's): {len(added)}; without \"(Linux addition)\" in their "

@@ -283,9 +283,9 @@ final class PlayerSession: @unchecked Sendable {
             if state.withLock({ state in defer { state.headerShown = true }; return !state.headerShown }) {
                 printHeader()
             }
-            reportDropouts()
-            let name = "\(position(of: entry)) \(describe(entry))"
             let now = Dropouts(player.engineStatistics)
+            reportDropouts(now)
+            let name = "\(position(of: entry)) \(describe(entry))"
             state.withLock { state in
                 state.started += 1
                 state.dropoutsAtEntryStart = now
@@ -297,7 +297,7 @@ final class PlayerSession: @unchecked Sendable {
             let what = entry.map { "\(position(of: $0)) skipped “\($0.title)”" } ?? "skipped an entry"
             print(line: "✗ \(what): \(reason)", toStandardError: true)
         case .queueFinished:
-            reportDropouts()
+            reportDropouts(Dropouts(player.engineStatistics))
             finish(.success)
         case .interrupted(let reason):
             print(line: "musickit play: \(reason)", toStandardError: true)
@@ -305,9 +305,9 @@ final class PlayerSession: @unchecked Sendable {
         }
     }
 
-    /// Says what dropped out while the entry that was heard played (underruns, xruns), if anything.
-    private func reportDropouts() {
-        let now = Dropouts(player.engineStatistics)
+    /// Says what dropped out while the entry that was heard played (underruns, xruns, counted
+    /// up to `now`), if anything.
+    private func reportDropouts(_ now: Dropouts) {
         let (start, entry) = state.withLock { ($0.dropoutsAtEntryStart, $0.heardEntry) }
         if let entry, let summary = now.since(start) {
             print(line: "  ⚠ \(summary) during \(entry)", toStandardError: true)
