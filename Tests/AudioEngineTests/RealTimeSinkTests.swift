@@ -17,11 +17,6 @@ final class RealTimeSinkTests: XCTestCase {
         directory = try makeTemporaryDirectory(self)
     }
 
-    private func pulseConfiguration(_ device: String) -> AudioEngineConfiguration {
-        var configuration = AudioEngineConfiguration(deviceName: device)
-        configuration.sampleFormats = [.int16]
-        return configuration
-    }
 
     func testAlbumPlaysBitExactAndWithoutSilenceAtTheBoundariesInRealTime() throws {
         _ = try AudioEnginePulseRequirement.device()
@@ -39,7 +34,7 @@ final class RealTimeSinkTests: XCTestCase {
             return url.path
         }
         let capture = directory.appendingPathComponent("tee.raw")
-        let engine = AudioEngine(configuration: pulseConfiguration("\(tee):FILE=\(capture.path)"))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: "\(tee):FILE=\(capture.path)"))
         let events = EventRecorder(engine)
         engine.setQueue(AudioEntryList(paths: paths))
         try engine.prepare()
@@ -70,7 +65,7 @@ final class RealTimeSinkTests: XCTestCase {
         let high = directory.appendingPathComponent("high.flac")
         try writeAudioFile(low, TestSignal.tone(hz: 300, frames: 44_100 * 5, sampleRate: 44_100, channels: 2))
         try writeAudioFile(high, TestSignal.tone(hz: 1_500, frames: 44_100 * 5, sampleRate: 44_100, channels: 2))
-        let engine = AudioEngine(configuration: pulseConfiguration(device))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
         let events = EventRecorder(engine)
         engine.setQueue(AudioEntryList(paths: [low.path, high.path]))
         try engine.play()
@@ -96,7 +91,7 @@ final class RealTimeSinkTests: XCTestCase {
         _ = try recorder()
         let url = directory.appendingPathComponent("tone.flac")
         try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
-        let engine = AudioEngine(configuration: pulseConfiguration(device))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
         engine.setQueue(AudioEntryList(paths: [url.path]))
         try engine.play()
         usleep(400_000)

@@ -36,9 +36,7 @@ final class StartIntegrityTests: XCTestCase {
     private func recorder() throws -> MonitorRecorder { try SharedMonitor.recorder() }
 
     private func pulseEngine() throws -> AudioEngine {
-        var configuration = AudioEngineConfiguration(deviceName: try AudioTestEnvironment.requirePulse())
-        configuration.sampleFormats = [.int16]
-        return AudioEngine(configuration: configuration)
+        AudioEngine(configuration: try AudioTestEnvironment.sinkConfiguration())
     }
 
     /// Asserts an intact start and returns the check.
@@ -214,9 +212,7 @@ final class StartIntegrityTests: XCTestCase {
         guard let tee = AudioTestEnvironment.teeDevicePrefix else { throw XCTSkip("no tee device") }
         _ = try AudioTestEnvironment.requirePulse()
         let capture = directory.appendingPathComponent("tee.raw")
-        var configuration = AudioEngineConfiguration(deviceName: "\(tee):FILE=\(capture.path)")
-        configuration.sampleFormats = [.int16]
-        let engine = AudioEngine(configuration: configuration)
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: "\(tee):FILE=\(capture.path)"))
         func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: capture.path)[.size] as? Int) ?? 0 }
         engine.setQueue(AudioEntryList(paths: [sweepURL.path, sweepURL.path]))
         try engine.prepare()

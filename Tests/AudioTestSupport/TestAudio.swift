@@ -131,6 +131,19 @@ public enum AudioTestEnvironment {
     /// ALSA device name template for a file capture over the real-time sink: append the path.
     public static var teeDevicePrefix: String? { ProcessInfo.processInfo.environment["MUSICKIT_TEST_TEE_DEVICE"] }
 
+    /// An engine configuration for `deviceName` on the real-time sink (the sink itself, or a
+    /// device in front of it such as the tee): 16-bit, as the monitor records it.
+    public static func sinkConfiguration(deviceName: String) -> AudioEngineConfiguration {
+        var configuration = AudioEngineConfiguration(deviceName: deviceName)
+        configuration.sampleFormats = [.int16]
+        return configuration
+    }
+
+    /// The real-time sink's configuration; skips the test when the sink is absent (`requirePulse`).
+    public static func sinkConfiguration() throws -> AudioEngineConfiguration {
+        sinkConfiguration(deviceName: try requirePulse())
+    }
+
     /// Skips the test when the real-time sink is absent, unless scripts/test said it must be there.
     public static func requirePulse() throws -> String {
         if let device = pulseDevice { return device }

@@ -1,3 +1,4 @@
+import AudioTestSupport
 import Foundation
 @testable import MusicKit
 import XCTest
@@ -11,9 +12,8 @@ final class CatalogSearchAndStoreTests: XCTestCase {
     }
 
     func testAnImportedDocumentsRelativePreviewAndArtworkPointIntoItsOwnFolder() async throws {
-        let source = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-doc-\(UUID().uuidString)")
+        let source = try makeTemporaryDirectory(self)
         try FileManager.default.createDirectory(at: source.appendingPathComponent("media"), withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: source) }
         try Data("clip".utf8).write(to: source.appendingPathComponent("media/clip.ogg"))
         let document = source.appendingPathComponent("mine.json")
         try Data(#"""
@@ -35,9 +35,7 @@ final class CatalogSearchAndStoreTests: XCTestCase {
 
     func testImportSaysWhatItSkippedOrReplacedAndCountsWhatItKept() async throws {
         let before = try MusicCatalogIndex.prepare(environment: environment).resourceCount
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-notes-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        let folder = try makeTemporaryDirectory(self)
         let document = folder.appendingPathComponent("notes.json")
         try Data(#"""
             {"storefront": "us", "data": [
@@ -62,9 +60,7 @@ final class CatalogSearchAndStoreTests: XCTestCase {
     }
 
     func testImportingAFolderSaysSoInsteadOfAnOpaqueError() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-folder-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        let folder = try makeTemporaryDirectory(self)
         XCTAssertThrowsError(try MusicCatalogIndex.importDocuments([folder], environment: environment)) { error in
             XCTAssertTrue("\(error)".contains("is a folder"), "\(error)")
         }

@@ -1,3 +1,4 @@
+import AudioTestSupport
 import Foundation
 @testable import MusicKit
 import XCTest
@@ -5,13 +6,6 @@ import XCTest
 /// The person's files: nothing lost on a crash, nothing readable by others, nothing written
 /// through a planted symlink, no litter left by processes that died.
 final class PrivateFilesTests: XCTestCase {
-    private func temporaryFolder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-private-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
-        return url
-    }
-
     private func mode(_ url: URL) -> Int {
         var status = stat()
         guard lstat(url.path, &status) == 0 else { return -1 }
@@ -19,7 +13,7 @@ final class PrivateFilesTests: XCTestCase {
     }
 
     func testAReplacedFileKeepsItsOldContentUntilTheNewOneIsComplete() throws {
-        let folder = try temporaryFolder()
+        let folder = try makeTemporaryDirectory(self)
         let destination = folder.appendingPathComponent("document.json")
         try Data("old".utf8).write(to: destination)
         // The new content comes slowly through a FIFO, as a big copy would.
@@ -52,7 +46,7 @@ final class PrivateFilesTests: XCTestCase {
         try MusicAuthorizationSettings.set(.authorized, for: "musickit-tests")
         let library = try LibraryStore(path: environment.dataDirectory.appendingPathComponent("library.sqlite"))
         defer { withExtendedLifetime(library) {} }  // open: its -wal and -shm are there
-        let document = try temporaryFolder().appendingPathComponent("mine.json")
+        let document = try makeTemporaryDirectory(self).appendingPathComponent("mine.json")
         try Data(#"{"storefront":"us","data":[{"id":"900000001","type":"songs","attributes":{"name":"Mine"}}]}"#.utf8)
             .write(to: document)
         _ = try MusicCatalogIndex.importDocuments([document], environment: environment)
@@ -79,7 +73,7 @@ final class PrivateFilesTests: XCTestCase {
     }
 
     func testAnOlderDatabaseReadableByOthersIsMadeOwnerOnly() throws {
-        let folder = try temporaryFolder()
+        let folder = try makeTemporaryDirectory(self)
         let path = folder.appendingPathComponent("library.sqlite")
         _ = try LibraryStore(path: path)
         chmod(path.path, 0o644)
@@ -88,7 +82,7 @@ final class PrivateFilesTests: XCTestCase {
     }
 
     func testADatabaseIsNeverOpenedThroughASymlink() throws {
-        let folder = try temporaryFolder()
+        let folder = try makeTemporaryDirectory(self)
         let foreign = folder.appendingPathComponent("foreign.db")
         try Data("someone else's file".utf8).write(to: foreign)
         let path = folder.appendingPathComponent("library.sqlite")
@@ -100,7 +94,7 @@ final class PrivateFilesTests: XCTestCase {
     }
 
     func testASettingsFileReplacesASymlinkAtItsNameInsteadOfWritingThroughIt() throws {
-        let folder = try temporaryFolder()
+        let folder = try makeTemporaryDirectory(self)
         let target = folder.appendingPathComponent("target")
         try Data("keep".utf8).write(to: target)
         let url = folder.appendingPathComponent("account.json")
@@ -111,7 +105,7 @@ final class PrivateFilesTests: XCTestCase {
     }
 
     func testTemporariesOfProcessesThatAreGoneAreRemovedAndOthersKept() throws {
-        let folder = try temporaryFolder()
+        let folder = try makeTemporaryDirectory(self)
         let gone = Process()
         gone.executableURL = URL(fileURLWithPath: "/bin/true")
         try gone.run()

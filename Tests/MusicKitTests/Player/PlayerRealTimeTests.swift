@@ -72,7 +72,7 @@ final class PlayerRealTimeTests: XCTestCase {
     /// The shared player on the test sink, stopped after the test.
     private func sharedPlayer() throws -> ApplicationMusicPlayer {
         let player = ApplicationMusicPlayer.shared
-        player.engineConfiguration = try pulseEngineConfiguration()
+        player.engineConfiguration = try AudioTestEnvironment.sinkConfiguration()
         player.state.repeatMode = MusicPlayer.RepeatMode.none
         player.state.shuffleMode = .off
         addTeardownBlock { player.stop() }

@@ -149,9 +149,3 @@ func authorizeTestApp() throws {
     try MusicAuthorizationSettings.set(.authorized, for: MusicKitEnvironment.current.applicationIdentifier)
 }
 
-/// The real-time sink as a player's device.
-func pulseEngineConfiguration() throws -> AudioEngineConfiguration {
-    var configuration = AudioEngineConfiguration(deviceName: try AudioTestEnvironment.requirePulse())
-    configuration.sampleFormats = [.int16]
-    return configuration
-}
