@@ -206,16 +206,3 @@ struct CatalogBenchmarks {
     }
 }
 
-/// Waits for async work from the synchronous benchmark code.
-func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let value: Result<T, any Error>
-        do { value = .success(try await work()) } catch { value = .failure(error) }
-        result.withLock { $0 = value }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0! }.get()
-}

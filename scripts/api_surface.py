@@ -7,7 +7,11 @@ precise identifier, kind, title, path, declaration), and prints, by type, what i
 and different, with the counts. Declarations are matched by kind and path (`Song.title`); among
 overloads by their declaration, normalised for what differs only by platform (module prefixes such
 as `Foundation.`/`FoundationEssentials.`, attributes such as `@preconcurrency`, spacing).
-SwiftUI-only declarations (the `_MusicKit_SwiftUI` module) are left out.
+SwiftUI-only declarations (the `_MusicKit_SwiftUI` module) are left out. Members the compiler
+synthesises for a standard conformance (`==` and `hash(into:)` for Equatable/Hashable, Codable's
+`init(from:)`/`encode(to:)`, a raw-value enum's `rawValue`, CaseIterable's `allCases`) are not in
+a symbol graph made from source, though Apple's (made from its interface) lists them: they count as
+present when the type has that conformance here.
 
 With --check BASELINE, exits 1 when a declaration listed in BASELINE (one `kind path declaration`
 a line, as --write-baseline writes it) is no longer present (the surface only grows), or when a
@@ -90,6 +94,37 @@ def additions(directory, apple_paths):
     return sorted(found)
 
 
+# Members the compiler synthesises for a conformance, by the protocol's precise identifier.
+SYNTHESISED = {
+    "s:SQ": {"==(_:_:)"},                                    # Equatable
+    "s:SH": {"==(_:_:)", "hash(into:)", "hashValue"},        # Hashable
+    "s:SE": {"encode(to:)"},                                 # Encodable
+    "s:Se": {"init(from:)"},                                 # Decodable
+    "s:SY": {"rawValue", "RawValue", "init(rawValue:)"},     # RawRepresentable
+    "s:s12CaseIterableP": {"allCases", "AllCases"},          # CaseIterable
+}
+
+
+def our_conformances(directory):
+    """The standard protocols each of our types conforms to: {type path: {protocol precise id}}."""
+    conformances = collections.defaultdict(set)
+    for path in glob.glob(os.path.join(directory, "**", "MusicKit*.symbols.json"), recursive=True):
+        with open(path, encoding="utf-8") as handle:
+            graph = json.load(handle)
+        paths = {symbol["identifier"]["precise"]: ".".join(symbol.get("pathComponents", []))
+                 for symbol in graph.get("symbols", [])}
+        for relationship in graph.get("relationships", []):
+            if relationship["kind"] == "conformsTo" and relationship["source"] in paths:
+                conformances[paths[relationship["source"]]].add(relationship["target"])
+    return conformances
+
+
+def synthesised(path, conformances):
+    """Whether the compiler gives our type the member `path` names (a standard conformance's)."""
+    owner, _, member = path.rpartition(".")
+    return any(member in SYNTHESISED.get(protocol, ()) for protocol in conformances.get(owner, ()))
+
+
 def our_declarations(directory):
     rows = []
     files = glob.glob(os.path.join(directory, "**", "MusicKit*.symbols.json"), recursive=True)
@@ -130,12 +165,13 @@ def main():
         if "Self" in declaration:
             defaults_by_name[(kind, path.split(".")[-1])].add(declaration)
 
+    conformances = our_conformances(directory)
     present, different, missing = [], [], []
     for kind, path, declaration in apple:
         candidates = ours_by_path.get((kind, path), set())
         if "Self" in declaration and (kind, path) in ours_by_path:
             candidates = candidates | defaults_by_name.get((kind, path.split(".")[-1]), set())
-        if declaration in candidates:
+        if declaration in candidates or (not candidates and synthesised(path, conformances)):
             present.append((kind, path, declaration))
         elif candidates:
             different.append((kind, path, declaration, sorted(candidates)))

@@ -45,11 +45,9 @@ public final class AudioEngine: Sendable {
     }
     private let control = Mutex(ControlState())
 
-    private struct Listeners {
-        var continuations: [UUID: AsyncStream<AudioEngineEvent>.Continuation] = [:]
-        var handler: (@Sendable (AudioEngineEvent) -> Void)?
-    }
-    private let listeners = Mutex(Listeners())
+    private let listeners = EventListeners<AudioEngineEvent>()
+    /// The handler `setEventHandler` set.
+    private let handlerID = Mutex<EventListeners<AudioEngineEvent>.ID?>(nil)
 
     public init(configuration: AudioEngineConfiguration = AudioEngineConfiguration()) {
         self.configuration = configuration
@@ -234,19 +232,16 @@ public final class AudioEngine: Sendable {
     /// A new stream of the engine's events from now on. Delivered on the decoder thread;
     /// the stream buffers what its reader has not taken yet.
     public func events() -> AsyncStream<AudioEngineEvent> {
-        let (stream, continuation) = AsyncStream<AudioEngineEvent>.makeStream()
-        let id = UUID()
-        listeners.withLock { $0.continuations[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            self?.listeners.withLock { _ = $0.continuations.removeValue(forKey: id) }
-        }
-        return stream
+        listeners.stream()
     }
 
     /// Calls `handler` with every event, on the engine's decoder thread, in order.
     /// It must return quickly. Replaces the previous handler; nil removes it.
     public func setEventHandler(_ handler: (@Sendable (AudioEngineEvent) -> Void)?) {
-        listeners.withLock { $0.handler = handler }
+        handlerID.withLock { id in
+            if let old = id { listeners.remove(old) }
+            id = handler.map { listeners.add($0) }
+        }
     }
 
     private func deliver(_ event: AudioEngineEvent, from session: EngineSession) {
@@ -255,9 +250,7 @@ public final class AudioEngine: Sendable {
             if event == .queueFinished { state.status = .finished }
             if case .deviceFailed = event { state.status = .stopped }
         }
-        let (continuations, handler) = listeners.withLock { (Array($0.continuations.values), $0.handler) }
-        handler?(event)
-        for continuation in continuations { continuation.yield(event) }
+        listeners.emit(event)
     }
 
     // MARK: - Session
@@ -321,7 +314,7 @@ final class EngineSession: @unchecked Sendable {
         while let entry = provider.entry(after: cursor) {
             cursor = entry.token
             do {
-                firstFile = try AudioFileDecoder(path: entry.path)
+                firstFile = try AudioFileDecoder(entry: entry)
                 firstEntry = entry
                 break
             } catch {

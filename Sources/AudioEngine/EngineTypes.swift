@@ -1,6 +1,7 @@
 import Synchronization
 
-/// One thing to play: a local audio file, identified in the engine by a token.
+/// One thing to play: a local audio file, identified in the engine by a token, or an entry
+/// already known not to play (the engine skips it and reports why, as for a broken file).
 public struct AudioEntry: Sendable, Hashable {
     /// Identifies an entry in events and positions; unique within one queue.
     public struct Token: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -9,19 +10,36 @@ public struct AudioEntry: Sendable, Hashable {
         public var description: String { "#\(rawValue)" }
     }
 
+    /// What the entry plays.
+    public enum Source: Sendable, Hashable {
+        /// A local audio file (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...).
+        case file(path: String)
+        /// Nothing: the entry cannot play, for this reason (said in `entryFailed`).
+        case unplayable(reason: String)
+    }
+
     public let token: Token
-    /// Path of a local audio file (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...).
-    public let path: String
+    public let source: Source
     /// Where in the file playback starts, in seconds (nil: the beginning).
     public var startTime: Double?
     /// Where in the file playback ends, in seconds (nil: the end).
     public var endTime: Double?
 
-    public init(token: Token, path: String, startTime: Double? = nil, endTime: Double? = nil) {
+    public init(token: Token, source: Source, startTime: Double? = nil, endTime: Double? = nil) {
         self.token = token
-        self.path = path
+        self.source = source
         self.startTime = startTime
         self.endTime = endTime
+    }
+
+    /// An entry that plays the file at `path`.
+    public init(token: Token, path: String, startTime: Double? = nil, endTime: Double? = nil) {
+        self.init(token: token, source: .file(path: path), startTime: startTime, endTime: endTime)
+    }
+
+    /// The file the entry plays (nil when it cannot play).
+    public var path: String? {
+        if case .file(let path) = source { path } else { nil }
     }
 }
 

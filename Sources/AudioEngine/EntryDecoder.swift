@@ -43,7 +43,7 @@ public final class EntryDecoder {
          chunkFrames: Int) throws(DecoderError) {
         self.entry = entry
         let decoder: AudioFileDecoder
-        if let opened { decoder = opened } else { decoder = try AudioFileDecoder(path: entry.path) }
+        if let opened { decoder = opened } else { decoder = try AudioFileDecoder(entry: entry) }
         self.decoder = decoder
         self.streamRate = streamRate
         self.streamChannels = streamChannels
@@ -58,7 +58,7 @@ public final class EntryDecoder {
                 converter = try SampleRateConverter(inputRate: fileRate, outputRate: streamRate,
                                                     channelCount: streamChannels)
             } catch {
-                throw DecoderError(path: entry.path, reason: .unsupportedFormat(error.description))
+                throw DecoderError(path: decoder.path, reason: .unsupportedFormat(error.description))
             }
         } else {
             converter = nil
@@ -103,7 +103,7 @@ public final class EntryDecoder {
                 producedFrames = produced
                 output = convertedBuffer
             } catch {
-                throw DecoderError(path: entry.path, reason: .corrupt(error.description))
+                throw DecoderError(path: decoder.path, reason: .corrupt(error.description))
             }
             if inputDone && producedFrames == 0 { isFinished = true }
         } else if inputDone {

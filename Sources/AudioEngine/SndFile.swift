@@ -21,6 +21,8 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable 
         case corrupt(String)
         /// Decoding stopped before the length the file declares.
         case truncated(expectedFrames: Int, decodedFrames: Int)
+        /// The entry has no file: what gave it knew it could not play (`AudioEntry.Source.unplayable`).
+        case unplayable(String)
     }
 
     public let path: String
@@ -41,6 +43,7 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable 
         case .corrupt(let why): "\(path): corrupt audio data (\(why))"
         case .truncated(let expected, let decoded):
             "\(path): truncated, decoding stopped at frame \(decoded) of \(expected)"
+        case .unplayable(let why): why
         }
     }
 }
@@ -82,6 +85,14 @@ public final class AudioFileDecoder {
                                                      "aif", "aiff", "aifc", "au", "caf", "w64"]
     /// Those of them that hold lossless audio.
     public static let losslessFileExtensions: Set<String> = ["wav", "wave", "flac", "aif", "aiff", "aifc", "au", "caf", "w64"]
+
+    /// Opens what `entry` plays; an unplayable entry fails with the reason it was given.
+    public convenience init(entry: AudioEntry) throws(DecoderError) {
+        switch entry.source {
+        case .file(let path): try self.init(path: path)
+        case .unplayable(let reason): throw DecoderError(path: "", reason: .unplayable(reason))
+        }
+    }
 
     public init(path: String) throws(DecoderError) {
         self.path = path

@@ -302,6 +302,8 @@ final class PlayerSession: @unchecked Sendable {
         case .interrupted(let reason):
             print(line: "musickit play: \(reason)", toStandardError: true)
             finish(.deviceError)
+        case .historyNotRecorded(_, let reason):
+            print(line: "musickit play: \(reason)", toStandardError: true)
         }
     }
 

@@ -1,20 +1,5 @@
 import Foundation
 import MusicKit
-import Synchronization
-
-/// Runs async work from the synchronous command code and waits for it.
-func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let value: Result<T, any Error>
-        do { value = .success(try await work()) } catch { value = .failure(error) }
-        result.withLock { $0 = value }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0! }.get()
-}
 
 /// Plain-text columns for people: each column as wide as its widest cell (up to a limit).
 func table(_ header: [String], _ rows: [[String]], maximumWidth: Int = 44) -> String {

@@ -196,7 +196,7 @@ final class StartIntegrityTests: XCTestCase {
         usleep(300_000)
         engine.stop()  // closing the device flushes what ALSA's file plugin holds
         let writtenBeforePlay = (try? FileManager.default.attributesOfItem(atPath: capture.path)[.size] as? Int) ?? 0
-        XCTAssertEqual(writtenBeforePlay ?? 0, 0, "prepare() writes nothing into the device")
+        XCTAssertEqual(writtenBeforePlay, 0, "prepare() writes nothing into the device")
         try? FileManager.default.removeItem(at: capture)
         try engine.prepare()
         try engine.play()

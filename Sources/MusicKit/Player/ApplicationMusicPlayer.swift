@@ -63,13 +63,17 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         case queueFinished
         /// The audio device failed; `play()` opens it again.
         case interrupted(reason: String)
+        /// A heard entry could not be added to the listening history.
+        case historyNotRecorded(MusicPlayer.Queue.Entry, reason: String)
     }
 
     private let playerQueue: Queue
     private let provider: PlayerQueueProvider
+    /// The stores and rules: containers' pages, what an entry plays, the listening history.
+    private let services: PlaybackServices
     /// Engine events are handled here, in order, off the engine's threads.
     private let eventQueue = DispatchQueue(label: "musickit.player.events")
-    private let historyQueue = DispatchQueue(label: "musickit.player.history")
+    private let listeners = EventListeners<Event>()
 
     private enum Intent { case stopped, playing, paused }
 
@@ -89,7 +93,6 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var nextMayBeStale = false
         var seeking: Seeking?
         var transition: MusicPlayer.Transition = .none
-        var listeners: [UUID: AsyncStream<Event>.Continuation] = [:]
     }
 
     private struct Seeking: @unchecked Sendable {
@@ -101,16 +104,28 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     private let control: Mutex<Control>
 
     /// A player on its own engine (Linux addition; Apple's apps use `shared`).
-    public init(engineConfiguration: AudioEngineConfiguration) {
+    public convenience init(engineConfiguration: AudioEngineConfiguration) {
+        self.init(engineConfiguration: engineConfiguration, services: PlaybackServices())
+    }
+
+    init(engineConfiguration: AudioEngineConfiguration, services: PlaybackServices) {
         let queue = Queue(items: [])
         playerQueue = queue
         provider = PlayerQueueProvider(queue: queue)
+        self.services = services
         control = Mutex(Control(engine: AudioEngine(configuration: engineConfiguration)))
         super.init()
         attach(control.withLock { $0.engine })
         queue.onChange = { [weak self] _, change in self?.queueChanged(change) }
         state.onModeChange = { [weak self] in self?.modesChanged() }
         state.onRateChange = { [weak self] rate in self?.rateChanged(rate) }
+        // The listening history listens to what is heard, like any other listener.
+        listeners.add { [weak self] event in
+            guard case .entryStarted(let entry) = event, let self, playerQueue.affectsListeningHistory else { return }
+            services.recordPlay(of: entry) { [weak self] reason in
+                self?.listeners.emit(.historyNotRecorded(entry, reason: reason))
+            }
+        }
     }
 
     deinit {
@@ -172,13 +187,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     /// A stream of the player's events from now on (Linux addition).
     public func events() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream<Event>.makeStream()
-        let id = UUID()
-        control.withLock { $0.listeners[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            self?.control.withLock { _ = $0.listeners.removeValue(forKey: id) }
-        }
-        return stream
+        listeners.stream()
     }
 
     // MARK: - Transport
@@ -234,12 +243,19 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         let (contents, currentID) = playerQueue.snapshot
         guard contents.count > 0, let currentID, let index = contents.index(ofEntryID: currentID),
               let current = contents.entry(at: index) else { throw PlaybackError.emptyQueue }
-        if PlayerQueueProvider.isCatalogContent(current.resource) {
-            let subscription = try await MusicSubscription.current
-            guard subscription.canPlayCatalogContent else { throw PlaybackError.subscriptionRequired(title: current.title) }
-            provider.setCanPlayCatalogContent(true)
+        // Whether catalog content plays is decided here, for the session: the engine's threads
+        // never read the account.
+        let catalogAccess: PlaybackServices.CatalogAccess
+        if PlaybackServices.isCatalogContent(current.resource) && current.unavailableReason == nil {
+            catalogAccess = try await services.catalogAccess()
+            guard catalogAccess == .allowed else { throw PlaybackError.subscriptionRequired(title: current.title) }
         } else {
-            provider.setCanPlayCatalogContent(nil)  // asked if a catalog entry comes later
+            do {
+                catalogAccess = try await services.catalogAccess()
+            } catch {
+                // Library songs play without authorization; catalog entries later in the queue say why not.
+                catalogAccess = .denied(reason: "the app may not play it (\(error))")
+            }
         }
         provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs)
         let startTime = control.withLock { control -> TimeInterval? in
@@ -252,7 +268,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             return control.pendingStartTime
         }
         engine.stop()
-        provider.reset(startingAt: currentID)
+        provider.reset(startingAt: currentID, catalogAccess: catalogAccess)
         return max(0, (startTime ?? 0) - (current.startTime ?? 0))
     }
 
@@ -524,7 +540,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         case .entryStarted(let token, _):
             guard let issued = provider.started(token) else { return }
             playerQueue.setCurrentEntryID(issued.entry.id)
-            state.setAudioVariant(PlayerQueueProvider.audioVariant(ofPath: issued.audio.path))
+            state.setAudioVariant(PlaybackServices.audioVariant(of: issued.audio.source))
             // The skips waiting for this entry are taken in the same step as the starts: a skip
             // asked for once `play()` has returned (resumed just below) waits for the entry after.
             let (isNewEntry, intent, waiters, entryWaiters, seeking) = control.withLock { control in
@@ -542,15 +558,11 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             if intent == .playing && !seeking { state.setPlaybackStatus(.playing) }
             for waiter in waiters { waiter.resume() }
             for waiter in entryWaiters { waiter.resume() }
-            if isNewEntry {
-                recordInHistory(issued.entry)
-                emit(.entryStarted(issued.entry))
-            }
+            if isNewEntry { listeners.emit(.entryStarted(issued.entry)) }
         case .entryFailed(let token, let error):
-            let issued = provider.issued(token)
-            let reason = issued?.problem ?? error.description
+            let reason = error.description
             control.withLock { $0.failures.append(reason) }
-            emit(.entryFailed(issued?.entry, reason: reason))
+            listeners.emit(.entryFailed(provider.issued(token)?.entry, reason: reason))
         case .queueFinished:
             let (waiters, failures) = control.withLock { control in
                 control.intent = .stopped
@@ -563,7 +575,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             state.setPlaybackStatus(.stopped)
             for waiter in waiters { waiter.resume(throwing: PlaybackError.nothingPlayable(failures)) }
             resumeEntryWaiters()
-            emit(.queueFinished)
+            listeners.emit(.queueFinished)
         case .deviceFailed(let error):
             let waiters = control.withLock { control in
                 control.intent = .stopped
@@ -574,34 +586,16 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             state.setPlaybackStatus(.interrupted)
             for waiter in waiters { waiter.resume(throwing: PlaybackError.audioDevice(error.description)) }
             resumeEntryWaiters()
-            emit(.interrupted(reason: error.description))
+            listeners.emit(.interrupted(reason: error.description))
         case .entryFinished, .underrun, .xrun:
             break
-        }
-    }
-
-    private func emit(_ event: Event) {
-        for listener in control.withLock({ Array($0.listeners.values) }) { listener.yield(event) }
-    }
-
-    /// Adds the entry to the listening history, off the engine's and the event threads.
-    private func recordInHistory(_ entry: MusicPlayer.Queue.Entry) {
-        guard playerQueue.affectsListeningHistory else { return }
-        let environment = MusicKitEnvironment.current
-        historyQueue.async {
-            guard AccountStore.load(environment).account.usesListeningHistory else { return }
-            do {
-                try MusicLibraryService.open(environment).withStore { try $0.recordPlay(entry.resource, container: entry.container) }
-            } catch {
-                FileHandle.standardError.write(Data("musickit: could not record \"\(entry.title)\" in the listening history: \(error)\n".utf8))
-            }
         }
     }
 
     /// Waits until the history writes asked for so far are done (tests, the CLI before exit).
     /// (Linux addition)
     public func waitForHistoryWrites() {
-        historyQueue.sync {}
+        services.waitForHistoryWrites()
     }
 }
 

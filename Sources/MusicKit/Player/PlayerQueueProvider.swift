@@ -4,15 +4,19 @@ import Synchronization
 
 /// The player's queue as the engine sees it: which entry comes after the one the engine has,
 /// decided when the engine asks (so a queue of any length costs nothing up front), with the
-/// repeat and shuffle modes, jumps the player asks for, and the file each entry plays.
+/// repeat and shuffle modes, jumps the player asks for, and what each entry plays (a file, or
+/// why it cannot: `PlaybackServices.source(of:catalogAccess:)`, with the session's access).
 ///
 /// Every answer gets a fresh engine token, mapped back to the queue entry: an entry repeated
 /// (repeat one, repeat all) is a new token each time, so the engine's events stay unambiguous.
 ///
+/// Order and storage only: no store is opened here. An answer is decided under the mutex
+/// without loading anything; the entry is then read from the queue (which may load its page)
+/// outside it, and issued under the mutex again unless the queue, the modes or a jump changed
+/// in between (then it is decided again). The player's threads never wait for a page.
+///
 /// Thread safety: any thread (the engine's decoder thread asks; the player's threads change
-/// modes and jumps). Everything is behind one mutex; answers may load a page of the queue
-/// from the catalog database while holding it (the decoder asks ahead of time, not on the
-/// audio thread).
+/// modes and jumps).
 final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
     // @unchecked: the mutable state is in `state` (a Mutex); `queue` is thread-safe.
 
@@ -20,8 +24,6 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
     struct Issued: Sendable {
         let entry: MusicPlayer.Queue.Entry
         let audio: AudioEntry
-        /// Why the entry cannot play, when that is known before opening a file.
-        let problem: String?
         /// The queue index the entry had when it was issued (where to go on if it is removed).
         let index: Int
     }
@@ -43,8 +45,10 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         var started: Set<UInt64> = []
         var repeatMode: MusicPlayer.RepeatMode = .none
         var shuffles = false
-        /// Whether catalog content plays; nil: not asked yet (asked when a catalog entry comes).
-        var canPlayCatalogContent: Bool?
+        /// Whether catalog content plays in this session (decided by the player when it starts).
+        var catalogAccess: PlaybackServices.CatalogAccess = .denied(reason: "the session has not started")
+        /// Changes with everything that makes an answer decided earlier out of date.
+        var generation: UInt64 = 0
     }
 
     private let queue: MusicPlayer.Queue
@@ -58,9 +62,11 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
 
     // MARK: - Control (player threads)
 
-    /// A new engine session starts at `entryID`.
-    func reset(startingAt entryID: String?) {
+    /// A new engine session starts at `entryID`; catalog entries play as `catalogAccess` says.
+    func reset(startingAt entryID: String?, catalogAccess: PlaybackServices.CatalogAccess) {
         state.withLock { state in
+            state.generation += 1
+            state.catalogAccess = catalogAccess
             state.issued.removeAll()
             state.issueOrder.removeAll()
             state.successor.removeAll()
@@ -90,22 +96,11 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
     /// Answers about what comes next are decided again; entries picked but never started
     /// are free for shuffle to pick again.
     private static func forgetSuccessors(_ state: inout State) {
+        state.generation += 1
         for token in state.successor.values where !state.started.contains(token) {
             if let id = state.issued[token]?.entry.id { state.shufflePlayed.remove(id) }
         }
         state.successor.removeAll()
-    }
-
-    /// Whether catalog content plays in this session; nil asks the account when the first
-    /// catalog entry comes (a queue of library songs never reads it).
-    func setCanPlayCatalogContent(_ allowed: Bool?) {
-        state.withLock { $0.canPlayCatalogContent = allowed }
-    }
-
-    /// The app is authorized and the account subscribed (what `MusicSubscription.current`
-    /// says, read without suspending: the decoder thread asks).
-    static func catalogContentAllowed() -> Bool {
-        MusicAuthorization.currentStatus == .authorized && AccountStore.load().account.isSubscribed
     }
 
     /// The queue changed: answers about what comes next are decided again.
@@ -151,55 +146,107 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
 
     // MARK: - AudioEntryProvider (engine threads)
 
+    /// What to answer, decided under the mutex without loading anything.
+    private enum Decision {
+        /// An answer issued before.
+        case answer(AudioEntry)
+        /// Nothing (the end of the queue, or the entry asked about is unknown).
+        case none
+        /// The entry at `index` of `contents`, once it is read; what the answer is for.
+        case issue(index: Int, contents: QueueContents, role: Role, generation: UInt64)
+    }
+
+    /// What a new answer is: the session's first entry, a jump's target, or what follows (or
+    /// precedes) an issued token.
+    private enum Role {
+        case first
+        case jump(after: UInt64)
+        case successor(of: UInt64)
+        case predecessor(of: UInt64)
+    }
+
     func entry(after token: AudioEntry.Token?) -> AudioEntry? {
-        state.withLock { state -> AudioEntry? in
+        answer { state in
             let (contents, currentID) = queue.snapshot
             guard let token = token?.rawValue else {
-                if let first = state.firstToken, let issued = state.issued[first] { return issued.audio }
-                guard let id = state.startEntryID ?? currentID, let index = contents.index(ofEntryID: id),
-                      let entry = contents.entry(at: index) else { return nil }
-                let issued = issue(entry, index: index, in: &state)
-                state.firstToken = issued.audio.token.rawValue
-                return issued.audio
+                if let first = state.firstToken, let issued = state.issued[first] { return .answer(issued.audio) }
+                guard let id = state.startEntryID ?? currentID, let index = contents.index(ofEntryID: id) else { return .none }
+                return .issue(index: index, contents: contents, role: .first, generation: state.generation)
             }
             if let jumpID = state.jumpEntryID {
                 if let jumpToken = state.jumpToken, let issued = state.issued[jumpToken] {
                     link(token, jumpToken, in: &state)
-                    return issued.audio
+                    return .answer(issued.audio)
                 }
-                if let index = contents.index(ofEntryID: jumpID), let entry = contents.entry(at: index) {
-                    let issued = issue(entry, index: index, in: &state)
-                    state.jumpToken = issued.audio.token.rawValue
-                    link(token, issued.audio.token.rawValue, in: &state)
-                    return issued.audio
+                if let index = contents.index(ofEntryID: jumpID) {
+                    return .issue(index: index, contents: contents, role: .jump(after: token), generation: state.generation)
                 }
                 state.jumpEntryID = nil  // the entry left the queue
             }
-            if let next = state.successor[token], let issued = state.issued[next] { return issued.audio }
-            guard let from = state.issued[token] else { return nil }
-            guard let index = nextIndex(after: from, contents: contents, state: &state),
-                  let entry = contents.entry(at: index) else { return nil }
-            let issued = issue(entry, index: index, in: &state)
-            link(token, issued.audio.token.rawValue, in: &state)
-            return issued.audio
+            if let next = state.successor[token], let issued = state.issued[next] { return .answer(issued.audio) }
+            guard let from = state.issued[token],
+                  let index = nextIndex(after: from, contents: contents, state: &state) else { return .none }
+            return .issue(index: index, contents: contents, role: .successor(of: token), generation: state.generation)
         }
     }
 
     func entry(before token: AudioEntry.Token) -> AudioEntry? {
-        state.withLock { state -> AudioEntry? in
-            if let previous = state.predecessor[token.rawValue], let issued = state.issued[previous] { return issued.audio }
-            guard let from = state.issued[token.rawValue] else { return nil }
+        answer { state in
+            if let previous = state.predecessor[token.rawValue], let issued = state.issued[previous] { return .answer(issued.audio) }
+            guard let from = state.issued[token.rawValue] else { return .none }
             let contents = queue.snapshot.contents
-            guard let index = contents.index(ofEntryID: from.entry.id), index > 0,
-                  let entry = contents.entry(at: index - 1) else { return nil }
-            let issued = issue(entry, index: index - 1, in: &state)
-            link(issued.audio.token.rawValue, token.rawValue, in: &state)
-            return issued.audio
+            guard let index = contents.index(ofEntryID: from.entry.id), index > 0 else { return .none }
+            return .issue(index: index - 1, contents: contents, role: .predecessor(of: token.rawValue), generation: state.generation)
         }
     }
 
     func entry(withToken token: AudioEntry.Token) -> AudioEntry? {
         state.withLock { $0.issued[token.rawValue]?.audio }
+    }
+
+    /// Decides (under the mutex), reads the entry (outside it: its page may load), issues it
+    /// (under the mutex) — or decides again when something changed in between.
+    private func answer(_ decide: (inout State) -> Decision) -> AudioEntry? {
+        while true {
+            let (index, contents, role, generation): (Int, QueueContents, Role, UInt64)
+            switch state.withLock({ decide(&$0) }) {
+            case .answer(let audio): return audio
+            case .none: return nil
+            case .issue(let decidedIndex, let decidedContents, let decidedRole, let decidedGeneration):
+                (index, contents, role, generation) = (decidedIndex, decidedContents, decidedRole, decidedGeneration)
+            }
+            let entry = contents.entry(at: index)
+            let issued: AudioEntry?? = state.withLock { state in
+                guard state.generation == generation else { return .none }  // decide again
+                if let earlier = answered(role, in: state) {  // another thread issued it meanwhile
+                    if case .jump(let after) = role { link(after, earlier.token.rawValue, in: &state) }
+                    return earlier
+                }
+                guard let entry else { return .some(nil) }
+                let audio = issue(entry, index: index, in: &state).audio
+                switch role {
+                case .first: state.firstToken = audio.token.rawValue
+                case .jump(let after):
+                    state.jumpToken = audio.token.rawValue
+                    link(after, audio.token.rawValue, in: &state)
+                case .successor(let token): link(token, audio.token.rawValue, in: &state)
+                case .predecessor(let token): link(audio.token.rawValue, token, in: &state)
+                }
+                return audio
+            }
+            if let issued { return issued }
+        }
+    }
+
+    /// The answer for `role` that was issued since it was decided, if one was.
+    private func answered(_ role: Role, in state: State) -> AudioEntry? {
+        let token: UInt64? = switch role {
+        case .first: state.firstToken
+        case .jump: state.jumpToken
+        case .successor(let from): state.successor[from]
+        case .predecessor(let to): state.predecessor[to]
+        }
+        return token.flatMap { state.issued[$0]?.audio }
     }
 
     // MARK: - Deciding
@@ -218,8 +265,9 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
 
     /// A random entry not played in this round; a new round when all were (repeat all).
     private func shuffledIndex(count: Int, contents: QueueContents, state: inout State) -> Int? {
+        // An entry not loaded yet was never issued: it is unplayed (nothing is loaded here).
         func unplayed(_ index: Int) -> Bool {
-            contents.entry(at: index).map { !state.shufflePlayed.contains($0.id) } ?? false
+            contents.loadedEntry(at: index).map { !state.shufflePlayed.contains($0.id) } ?? true
         }
         if state.shufflePlayed.count >= count {
             guard state.repeatMode == .all else { return nil }
@@ -240,20 +288,17 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
             state.shufflePlayed.removeAll()
             picked = Int.random(in: 0..<count)
         }
-        if let picked, let id = contents.entry(at: picked)?.id { state.shufflePlayed.insert(id) }
-        return picked
+        return picked  // counted as played when it is issued
     }
 
     private func issue(_ entry: MusicPlayer.Queue.Entry, index: Int, in state: inout State) -> Issued {
         let token = state.nextToken
         state.nextToken += 1
-        if state.canPlayCatalogContent == nil && PlayerQueueProvider.isCatalogContent(entry.resource) {
-            state.canPlayCatalogContent = PlayerQueueProvider.catalogContentAllowed()
-        }
-        let source = PlayerQueueProvider.source(of: entry.resource, canPlayCatalogContent: state.canPlayCatalogContent ?? false)
-        let audio = AudioEntry(token: .init(rawValue: token), path: source.path ?? "",
+        if state.shuffles { state.shufflePlayed.insert(entry.id) }
+        let audio = AudioEntry(token: .init(rawValue: token),
+                               source: PlaybackServices.source(of: entry, catalogAccess: state.catalogAccess),
                                startTime: entry.startTime, endTime: entry.endTime)
-        let issued = Issued(entry: entry, audio: audio, problem: source.problem, index: index)
+        let issued = Issued(entry: entry, audio: audio, index: index)
         state.issued[token] = issued
         state.issueOrder.append(token)
         if state.issueOrder.count > 2 * PlayerQueueProvider.retainedAnswers {
@@ -272,34 +317,5 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
     private func link(_ from: UInt64, _ to: UInt64, in state: inout State) {
         state.successor[from] = to
         state.predecessor[to] = from
-    }
-
-    // MARK: - Sources
-
-    /// Whether an entry is Apple Music catalog content (it needs a subscription to play),
-    /// rather than a file in the person's library.
-    static func isCatalogContent(_ resource: ResourceObject) -> Bool {
-        resource.string("filePath") == nil
-    }
-
-    /// The file an entry plays, or why it cannot.
-    static func source(of resource: ResourceObject, canPlayCatalogContent: Bool) -> (path: String?, problem: String?) {
-        if let path = resource.string("filePath") { return (path, nil) }
-        let title = resource.string("name").map { "“\($0)”" } ?? "catalog item \(resource.id)"
-        guard canPlayCatalogContent else {
-            return (nil, "\(title) is Apple Music catalog content and this account cannot play it "
-                    + "(no subscription: MusicSubscription.canPlayCatalogContent is false)")
-        }
-        guard let url = resource.previewAssets?.first?.url else {
-            return (nil, resource.isIdentifierOnly ? "\(title) is not in the catalog"
-                         : "the catalog has no audio for \(title)")
-        }
-        guard url.isFileURL else { return (nil, "only local audio files play here; the audio of \(title) is at \(url.absoluteString)") }
-        return (url.path, nil)
-    }
-
-    /// The audio variant a file gives: lossless for FLAC, WAV and AIFF, lossy stereo otherwise.
-    static func audioVariant(ofPath path: String) -> AudioVariant {
-        AudioFileDecoder.losslessFileExtensions.contains((path as NSString).pathExtension.lowercased()) ? .lossless : .lossyStereo
     }
 }

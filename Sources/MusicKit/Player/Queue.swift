@@ -53,8 +53,7 @@ extension MusicPlayer {
 
         /// The tracks of `album`, loaded as they are needed, starting at `startTrack`.
         public required init(album: Album, startingAt startTrack: Track) {
-            let source = LazyTracks(container: album.resource, loaded: album.resource.relationships["tracks"]?.data)
-            _contents = QueueContents(lazy: source)
+            _contents = QueueContents(lazy: PlaybackServices.tracks(of: album.resource))
             // An album is short: look for the track among its first pages.
             currentID = _contents.firstEntry(loadingAtMost: 500) { $0.resource.id == startTrack.id.rawValue }?.id
                 ?? _contents.entry(at: 0)?.id
@@ -62,8 +61,7 @@ extension MusicPlayer {
 
         /// The entries of `playlist`, loaded as they are needed, starting at `startPlaylistEntry`.
         public required init(playlist: Playlist, startingAt startPlaylistEntry: Playlist.Entry) {
-            let source = LazyTracks(container: playlist.resource, loaded: playlist.resource.relationships["tracks"]?.data)
-            _contents = QueueContents(lazy: source)
+            _contents = QueueContents(lazy: PlaybackServices.tracks(of: playlist.resource))
             // A playlist entry knows its position: no need to load the tracks before it.
             let position = min(max(startPlaylistEntry.position, 0), max(_contents.count - 1, 0))
             currentID = _contents.entry(at: position)?.id ?? _contents.entry(at: 0)?.id
@@ -224,12 +222,15 @@ extension MusicPlayer {
             public let isTransient: Bool
             /// The album or playlist the entry came from (for the listening history).
             let container: ResourceObject?
+            /// Why the entry cannot play though it holds a place in the queue (its page of an
+            /// album or a playlist could not be loaded).
+            let unavailableReason: String?
             let serial: UInt64
 
             private static let nextSerial = Atomic<UInt64>(1)
 
             init(resource: ResourceObject, container: ResourceObject? = nil, startTime: TimeInterval? = nil,
-                 endTime: TimeInterval? = nil, isTransient: Bool = false) {
+                 endTime: TimeInterval? = nil, isTransient: Bool = false, unavailableReason: String? = nil) {
                 serial = Entry.nextSerial.add(1, ordering: .relaxed).oldValue
                 id = String(format: "E%08llX", serial)
                 self.resource = resource
@@ -237,6 +238,7 @@ extension MusicPlayer {
                 self.startTime = startTime
                 self.endTime = endTime
                 self.isTransient = isTransient
+                self.unavailableReason = unavailableReason
             }
 
             /// An entry for an item, to insert into a queue.
@@ -249,7 +251,8 @@ extension MusicPlayer {
             /// This entry as a queue holds it.
             func owned() -> Entry {
                 guard isTransient else { return self }
-                return Entry(resource: resource, container: container, startTime: startTime, endTime: endTime, isTransient: false)
+                return Entry(resource: resource, container: container, startTime: startTime, endTime: endTime, isTransient: false,
+                             unavailableReason: unavailableReason)
             }
 
             /// What the entry plays.
@@ -317,56 +320,6 @@ extension MusicPlayer {
     }
 }
 
-/// Where a lazy part of a queue gets its tracks: an album's or a playlist's, from the catalog
-/// database a page at a time, or from tracks the container already holds whole.
-final class LazyTracks: @unchecked Sendable {
-    // @unchecked: immutable after init; the catalog service is thread-safe.
-    let container: ResourceObject
-    /// Tracks held whole (a library container, or a catalog one the database does not have).
-    private let held: [ResourceObject]?
-    /// The catalog container to page through, when the database has its tracks.
-    private let catalogContainer: ResourceObject?
-    private let environment: MusicKitEnvironment
-    let count: Int
-
-    init(container: ResourceObject, loaded: [ResourceObject]?) {
-        self.container = container
-        environment = MusicKitEnvironment.current
-        // A library item added from the catalog points at it; a catalog item is itself.
-        let catalog = container.type.hasPrefix("library-") ? container.relationships["catalog"]?.data.first : container
-        let counted = catalog.flatMap { catalog in
-            try? MusicCatalogService.open(MusicKitEnvironment.current).trackCount(of: catalog)
-        } ?? 0
-        if counted > 0 {
-            catalogContainer = catalog
-            held = nil
-            count = counted
-        } else {
-            catalogContainer = nil
-            held = loaded ?? []
-            count = held?.count ?? 0
-        }
-    }
-
-    /// Tracks `range`, whole. Tracks held as identifiers only are looked up in the catalog.
-    func tracks(_ range: Range<Int>) -> [ResourceObject] {
-        if let catalogContainer {
-            return (try? MusicCatalogService.open(environment).tracks(of: catalogContainer, range: range)) ?? []
-        }
-        let page = Array(held?[range] ?? [])
-        let missing = page.filter(\.isIdentifierOnly)
-        guard !missing.isEmpty, let service = try? MusicCatalogService.open(environment) else { return page }
-        var found: [String: ResourceObject] = [:]
-        for type in Set(missing.map(\.type)) {
-            let ids = missing.filter { $0.type == type }.map(\.id)
-            let resources = (try? service.resources(type: type, ids: ids, findEquivalents: true,
-                                                    account: AccountStore.load(environment).account)) ?? []
-            for (requested, resource) in resources { found[type + "/" + requested] = resource }
-        }
-        return page.map { found[$0.type + "/" + $0.id] ?? $0 }
-    }
-}
-
 /// A queue's entries as segments: entries made, and ranges of a lazy source not loaded yet.
 /// Loading happens a page at a time when an index is read. Copy before changing (the queue
 /// and its `Entries` values share one until one of them changes).
@@ -375,7 +328,7 @@ final class LazyTracks: @unchecked Sendable {
 final class QueueContents: @unchecked Sendable {
     enum Segment {
         case entries([MusicPlayer.Queue.Entry])
-        case lazy(LazyTracks, Range<Int>)
+        case lazy(ContainerTracks, Range<Int>)
 
         var count: Int {
             switch self { case .entries(let entries): entries.count; case .lazy(_, let range): range.count }
@@ -399,7 +352,7 @@ final class QueueContents: @unchecked Sendable {
         segments = entries.isEmpty ? [] : [.entries(entries)]
     }
 
-    init(lazy source: LazyTracks) {
+    init(lazy source: ContainerTracks) {
         segments = [.lazy(source, 0..<source.count)]
     }
 
@@ -431,7 +384,7 @@ final class QueueContents: @unchecked Sendable {
         let resource = backed.resource
         switch resource.type {
         case "albums", "playlists", "library-albums", "library-playlists":
-            let source = LazyTracks(container: resource, loaded: resource.relationships["tracks"]?.data)
+            let source = PlaybackServices.tracks(of: resource)
             return .segment(.lazy(source, 0..<source.count))
         case "stations":
             return .nothing
@@ -469,6 +422,12 @@ final class QueueContents: @unchecked Sendable {
         }
     }
 
+    /// The entry at `index` if it is loaded; nil when it is not (nothing is loaded).
+    func loadedEntry(at index: Int) -> MusicPlayer.Queue.Entry? {
+        guard index >= 0 else { return nil }
+        return lock.withLock { entryLocked(at: index) }
+    }
+
     private func entryLocked(at index: Int) -> MusicPlayer.Queue.Entry? {
         var offset = 0
         for segment in segments {
@@ -481,8 +440,8 @@ final class QueueContents: @unchecked Sendable {
         return nil
     }
 
-    /// Turns the lazy ranges overlapping `range` (positions) into entries. A lazy source
-    /// answers one row per position, so counts stay true.
+    /// Turns the lazy ranges overlapping `range` (positions) into entries, one per position (a
+    /// page that cannot be loaded becomes entries that say why).
     private func loadLocked(_ range: Range<Int>) {
         var offset = 0
         var segmentIndex = 0
@@ -497,7 +456,17 @@ final class QueueContents: @unchecked Sendable {
             // The overlap, in the source's positions.
             let from = lazyRange.lowerBound + max(range.lowerBound - offset, 0)
             let to = lazyRange.lowerBound + min(range.upperBound - offset, segment.count)
-            let loaded = source.tracks(from..<to).map { MusicPlayer.Queue.Entry(resource: $0, container: source.container) }
+            let loaded: [MusicPlayer.Queue.Entry]
+            do {
+                loaded = try source.tracks(from..<to).map { MusicPlayer.Queue.Entry(resource: $0, container: source.container) }
+            } catch {
+                // The positions stay in the queue (counts stay true) as entries that fail with
+                // the reason when they are played.
+                loaded = (from..<to).map { position in
+                    MusicPlayer.Queue.Entry(resource: ResourceObject(id: "\(source.container.id)#\(position)", type: "songs"),
+                                            container: source.container, unavailableReason: error.reason)
+                }
+            }
             var replacement: [Segment] = []
             if from > lazyRange.lowerBound { replacement.append(.lazy(source, lazyRange.lowerBound..<from)) }
             replacement.append(.entries(loaded))

@@ -210,6 +210,50 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(try captured(), TestSignal.int16(signals[0] + signals[1]))
     }
 
+    /// Part of an album that cannot be loaded (here its page loader fails): its entries keep
+    /// their places, fail with the loader's reason when they are reached, and playback goes on.
+    func testEntriesWhosePageCannotBeLoadedFailWithTheReasonAndPlaybackGoesOn() async throws {
+        let (songs, signals) = try GeneratedSongs.tones([400, 800], frames: 4_410, into: directory)
+        let album = ResourceObject(id: "unreadable-album", type: "albums")
+        let unreadable = ContainerTracks(container: album, count: 2) { _ in
+            throw ContainerTracks.LoadError(reason: "the test's catalog is unreadable")
+        }
+        let queue = ApplicationMusicPlayer.Queue(items: [])
+        queue.replaceContents(QueueContents(parts: [.segment(.entries([.init(resource: songs[0].resource)])),
+                                                    .segment(.lazy(unreadable, 0..<2)),
+                                                    .segment(.entries([.init(resource: songs[1].resource)]))]))
+        XCTAssertEqual(queue.entries.count, 4, "the unloaded entries hold their places")
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = queue
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 2"])
+        XCTAssertEqual(log.failures.map(\.reason), Array(repeating: "the test's catalog is unreadable", count: 2))
+        XCTAssertEqual(try captured(), TestSignal.int16(signals[0] + signals[1]))
+    }
+
+    /// The listening history listens to the player's events; when the library cannot take a
+    /// play, the player says so in an event (nothing is printed, playback goes on).
+    func testAHistoryThatCannotBeWrittenIsAnEventNotASilentLoss() async throws {
+        let (songs, signals) = try GeneratedSongs.tones([500], frames: 2_205, into: directory)
+        // A directory where the library's database goes: SQLite cannot open it.
+        let library = MusicKitEnvironment.current.dataDirectory.appendingPathComponent("library.sqlite")
+        try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
+        MusicLibraryService.reset()
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        await log.wait("the end of the queue and the history's answer") { log in
+            log.finished && log.events.contains { if case .historyNotRecorded = $0 { true } else { false } }
+        }
+        let reasons = log.events.compactMap { if case .historyNotRecorded(let entry, let reason) = $0 { (entry.title, reason) } else { nil } }
+        XCTAssertEqual(reasons.map(\.0), ["Tone 1"])
+        XCTAssertTrue(reasons.first?.1.contains("listening history") ?? false, "\(reasons)")
+        XCTAssertEqual(try captured(), TestSignal.int16(signals[0]))
+    }
+
     func testPlaybackTimeSetBeforePlayStartsThere() async throws {
         let signal = TestSignal.sweep(frames: 44_100)
         let songs = try GeneratedSongs.cut(signal, at: [], into: directory)

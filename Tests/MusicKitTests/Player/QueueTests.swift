@@ -1,6 +1,8 @@
+import AudioEngine
 import Foundation
 @testable import MusicKit
 import Observation
+import Synchronization
 import XCTest
 
 /// The player's queue without playing: initializers, lazy containers, the entries collection,
@@ -145,6 +147,67 @@ final class QueueTests: XCTestCase {
         queue.currentEntry = queue.entries[2]
         await fulfillment(of: [currentChanged, notified], timeout: 0.2)
         XCTAssertEqual(queue.currentEntry?.title, songs[2].title)
+    }
+
+    /// A page that cannot be loaded becomes entries that say why: the count stays true and
+    /// reading the queue does not trap.
+    func testAPageThatCannotBeLoadedBecomesEntriesThatSayWhy() {
+        let container = ResourceObject(id: "a1", type: "albums")
+        let tracks = ContainerTracks(container: container, count: QueueContents.pageSize + 2) { range in
+            guard range.lowerBound < QueueContents.pageSize else { throw ContainerTracks.LoadError(reason: "page 2 is gone") }
+            return range.map { ResourceObject(id: "t\($0)", type: "songs", attributes: ["name": .string("Track \($0)")]) }
+        }
+        let contents = QueueContents(lazy: tracks)
+        XCTAssertEqual(contents.entry(at: 3)?.title, "Track 3")
+        XCTAssertNil(contents.entry(at: 3)?.unavailableReason)
+        let failed = contents.entry(at: QueueContents.pageSize + 1)
+        XCTAssertEqual(failed?.unavailableReason, "page 2 is gone")
+        XCTAssertEqual(contents.count, QueueContents.pageSize + 2)
+        let source = failed.map { PlaybackServices.source(of: $0, catalogAccess: .allowed) }
+        XCTAssertEqual(source, .unplayable(reason: "page 2 is gone"))
+    }
+
+    /// The engine's decoder thread reads the queue (and may wait for a page) without holding
+    /// the provider's lock: the player's controls go through meanwhile, and the answer being
+    /// loaded is decided again because they changed what comes next.
+    func testAPageLoadDoesNotHoldUpThePlayersControls() throws {
+        let loading = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let tracks = ContainerTracks(container: ResourceObject(id: "slow", type: "albums"), count: 2) { range in
+            loading.signal()
+            _ = release.wait(timeout: .now() + 10)
+            return range.map { ResourceObject(id: "s\($0)", type: "songs", attributes: ["filePath": .string("/music/s\($0).flac")]) }
+        }
+        // A page of entries made, then the slow album: the page after the last made entry is the slow one.
+        let made = (0..<QueueContents.pageSize).map { index in
+            MusicPlayer.Queue.Entry(resource: ResourceObject(id: "m\(index)", type: "songs",
+                                                             attributes: ["filePath": .string("/music/m\(index).flac")]))
+        }
+        let queue = ApplicationMusicPlayer.Queue(items: [])
+        queue.replaceContents(QueueContents(parts: [.segment(.entries(made)), .segment(.lazy(tracks, 0..<2))]))
+        let provider = PlayerQueueProvider(queue: queue)
+        provider.reset(startingAt: made.last?.id, catalogAccess: .allowed)
+        let firstAnswer = try XCTUnwrap(provider.entry(after: nil))
+        XCTAssertEqual(firstAnswer.path, "/music/m\(QueueContents.pageSize - 1).flac")
+
+        let answer = Mutex<AudioEntry?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            answer.withLock { $0 = provider.entry(after: firstAnswer.token) }
+            answered.signal()
+        }
+        XCTAssertEqual(loading.wait(timeout: .now() + 10), .success, "the decoder reads the next page")
+        let controls = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            provider.setModes(repeatMode: .none, shuffles: false)
+            provider.jump(to: made[0].id)
+            controls.signal()
+        }
+        let controlsWent = controls.wait(timeout: .now() + 10)
+        release.signal()
+        XCTAssertEqual(controlsWent, .success, "the controls waited for the page load")
+        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(answer.withLock { $0 }?.path, "/music/m0.flac", "decided again: the jump goes first")
     }
 }
 
