@@ -7,7 +7,7 @@ precise identifier, kind, title, path, declaration), and prints, by type, what i
 and different, with the counts. Declarations are matched by kind and path (`Song.title`); among
 overloads by their declaration, normalised for what differs only by platform (module prefixes such
 as `Foundation.`/`FoundationEssentials.`, attributes such as `@preconcurrency`, spacing).
-SwiftUI-only declarations (the `_MusicKit_SwiftUI` module) are left out. Members the compiler
+SwiftUI-only declarations (the `_MusicKit_SwiftUI` module, extensions of `View`) and Combine's publishers are left out. Members the compiler
 synthesises for a standard conformance (`==` and `hash(into:)` for Equatable/Hashable, Codable's
 `init(from:)`/`encode(to:)`, a raw-value enum's `rawValue`, CaseIterable's `allCases`) are not in
 a symbol graph made from source, though Apple's (made from its interface) lists them: they count as
@@ -59,7 +59,12 @@ def reference_rows():
 def apple_declarations(rows):
     """Apple's non-SwiftUI declarations as (kind, path, normalised declaration)."""
     return [(fields["kind"], fields["path"], normalise(fields["declaration"])) for fields in rows
-            if not fields["precise"].startswith("s:17_MusicKit_SwiftUI") and "SwiftUI" not in fields["declaration"]]
+            if not fields["precise"].startswith("s:17_MusicKit_SwiftUI") and "SwiftUI" not in fields["declaration"]
+            and not fields["path"].startswith("View.") and not COMBINE.search(fields["declaration"])]
+
+
+# Combine is Apple's alone (no Linux toolchain has it): its publishers are left out with SwiftUI.
+COMBINE = re.compile(r"\b(?:AnyPublisher|Publishers\.|ObjectWillChangePublisher)\b")
 
 
 # Members a type has because it conforms to a standard protocol: not additions to the API.

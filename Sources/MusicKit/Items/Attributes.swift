@@ -92,7 +92,7 @@ public struct Artwork: Equatable, Hashable, Sendable, Codable, CustomStringConve
 }
 
 /// A short preview of a music item's audio.
-public struct PreviewAsset: Equatable, Hashable, Sendable, Codable, CustomStringConvertible {
+public struct PreviewAsset: Equatable, Hashable, Sendable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
     public let artwork: Artwork?
     public let hlsURL: URL?
     public let url: URL?
@@ -120,6 +120,9 @@ public struct PreviewAsset: Equatable, Hashable, Sendable, Codable, CustomString
     }
 
     public var description: String { "PreviewAsset(url: \(url?.absoluteString ?? "nil"))" }
+    public var debugDescription: String {
+        "PreviewAsset(url: \(url?.absoluteString ?? "nil"), hlsURL: \(hlsURL?.absoluteString ?? "nil"), artwork: \(artwork.map { "\($0)" } ?? "nil"))"
+    }
 }
 
 /// An opaque value a music player uses to play an item.

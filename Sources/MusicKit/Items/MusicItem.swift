@@ -70,7 +70,7 @@ public protocol MusicLibrarySearchable: MusicItem {}
 
 /// The storage every item of this framework is built on: one Apple Music API resource object.
 /// Properties read its attributes; relationships and views hold related resources.
-protocol ResourceBackedItem: MusicItem, Codable, Hashable, MusicPropertyContainer {
+protocol ResourceBackedItem: MusicItem, Codable, Hashable, MusicPropertyContainer, PropertyLoadable {
     var resource: ResourceObject { get }
     init(resource: ResourceObject)
     /// Resource types this item decodes from, catalog type first ("songs", "library-songs").

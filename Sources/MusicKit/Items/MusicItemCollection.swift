@@ -32,7 +32,7 @@ public struct MusicItemCollection<MusicItemType: MusicItem>: RandomAccessCollect
 
     public var startIndex: Index { items.startIndex }
     public var endIndex: Index { items.endIndex }
-    public subscript(position: Index) -> MusicItemType { items[position] }
+    public subscript(position: Index) -> Element { items[position] }
     public subscript(bounds: Range<Index>) -> SubSequence { items[bounds] }
     public func index(after i: Index) -> Index { items.index(after: i) }
     public func index(before i: Index) -> Index { items.index(before: i) }
@@ -48,12 +48,6 @@ public struct MusicItemCollection<MusicItemType: MusicItem>: RandomAccessCollect
     /// Whether another batch follows this one.
     public var hasNextBatch: Bool { nextHref != nil }
 
-    /// Fetches the next batch (up to `limit` items), nil when there is none.
-    public func nextBatch(limit: Int? = nil) async throws -> MusicItemCollection<MusicItemType>? {
-        guard let nextHref else { return nil }
-        return try await MusicCatalogService.current().nextBatch(of: MusicItemType.self, href: nextHref, limit: limit)
-    }
-
     /// Appends the next batch's items and takes over its `next` link.
     public static func += (collection: inout MusicItemCollection<MusicItemType>,
                            nextBatchCollection: MusicItemCollection<MusicItemType>) {
@@ -64,6 +58,14 @@ public struct MusicItemCollection<MusicItemType: MusicItem>: RandomAccessCollect
     public var description: String {
         let names = items.prefix(10).map { String(describing: $0) }
         return "MusicItemCollection<\(MusicItemType.self)>(\(title.map { "title: \"\($0)\", " } ?? "")items: [\(names.joined(separator: ", "))\(items.count > 10 ? ", ..." : "")]\(hasNextBatch ? ", hasNextBatch: true" : ""))"
+    }
+}
+
+extension MusicItemCollection where MusicItemType: Decodable {
+    /// Fetches the next batch (up to `limit` items), nil when there is none.
+    public func nextBatch(limit: Int? = nil) async throws -> MusicItemCollection<MusicItemType>? {
+        guard let nextHref else { return nil }
+        return try await MusicCatalogService.current().nextBatch(of: MusicItemType.self, href: nextHref, limit: limit)
     }
 }
 

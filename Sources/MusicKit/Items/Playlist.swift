@@ -74,7 +74,8 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
     public var tracks: MusicItemCollection<Track>? { resource.related("tracks") }
 
     /// One position of a playlist: a song or a music video.
-    public struct Entry: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public struct Entry: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
+        CustomDebugStringConvertible {
         public typealias ID = MusicItemID
         public typealias LibraryFilter = LibraryPlaylistEntryFilter
         public typealias LibrarySortProperties = LibraryPlaylistEntrySortProperties
@@ -98,9 +99,13 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
 
         public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
         public var description: String { "Playlist.Entry(id: \"\(id)\", title: \"\(title)\", artistName: \"\(artistName)\")" }
+        public var debugDescription: String {
+            "Playlist.Entry(id: \"\(id)\", position: \(position), title: \"\(title)\", artistName: \"\(artistName)\", "
+                + "item: \(item.map { "\($0)" } ?? "nil"))"
+        }
 
         /// What the entry holds.
-        public enum Item: MusicItem, Equatable, Hashable, Sendable, CustomStringConvertible {
+        public enum Item: MusicItem, Equatable, Hashable, Sendable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
             public typealias ID = MusicItemID
             case musicVideo(MusicVideo)
             case song(Song)
@@ -114,6 +119,22 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
             public var description: String {
                 switch self { case .song(let song): song.description; case .musicVideo(let video): video.description }
             }
+            public var debugDescription: String {
+                switch self { case .song(let song): song.debugDescription; case .musicVideo(let video): video.debugDescription }
+            }
+
+            /// Decodes a song or a music video resource (by its `type`).
+            public init(from decoder: any Decoder) throws {
+                switch try Track(from: decoder) {
+                case .song(let song): self = .song(song)
+                case .musicVideo(let video): self = .musicVideo(video)
+                }
+            }
+
+            public func encode(to encoder: any Encoder) throws {
+                switch self { case .song(let song): try song.encode(to: encoder); case .musicVideo(let video): try video.encode(to: encoder) }
+            }
+
             public var albumTitle: String? { resource.string("albumName") }
             public var artistName: String { resource.string("artistName") ?? "" }
             public var artistURL: URL? { resource.url("artistUrl") }

@@ -232,7 +232,11 @@ public struct MusicLibraryRequest<MusicItemType: MusicLibraryRequestable>: Senda
 }
 
 /// What a library request found.
-public struct MusicLibraryResponse<MusicItemType: MusicItem>: Sendable, CustomStringConvertible {
+public struct MusicLibraryResponse<MusicItemType: MusicItem>: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public let items: MusicItemCollection<MusicItemType>
     public var description: String { "MusicLibraryResponse(items: \(items.count))" }
+    public var debugDescription: String { "MusicLibraryResponse<\(MusicItemType.self)>(items: \(items.debugDescription))" }
 }
+
+extension MusicLibraryResponse: Equatable where MusicItemType: Equatable {}
+extension MusicLibraryResponse: Hashable where MusicItemType: Hashable {}

@@ -42,6 +42,39 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// The application player's queue: a `MusicPlayer.Queue` whose entries can be read and
     /// changed.
     public class Queue: MusicPlayer.Queue, @unchecked Sendable {
+        // Apple's application queue declares MusicPlayer.Queue's initializers again.
+
+        /// A queue of `playableItems`, starting at `startPlayableItem` (the first when nil).
+        public required init<S: Sequence, PlayableMusicItemType: PlayableMusicItem>(
+            for playableItems: S, startingAt startPlayableItem: S.Element? = nil
+        ) where S.Element == PlayableMusicItemType {
+            super.init(for: playableItems, startingAt: startPlayableItem)
+        }
+
+        /// A queue of entries, starting at `startEntry` (the first when nil).
+        public required init<S: Sequence>(_ entries: S, startingAt startEntry: S.Element? = nil) where S.Element == Entry {
+            super.init(entries, startingAt: startEntry)
+        }
+
+        /// The tracks of `album`, loaded as they are needed, starting at `startTrack`.
+        public required init(album: Album, startingAt startTrack: Track) {
+            super.init(album: album, startingAt: startTrack)
+        }
+
+        /// The entries of `playlist`, loaded as they are needed, starting at `startPlaylistEntry`.
+        public required init(playlist: Playlist, startingAt startPlaylistEntry: Playlist.Entry) {
+            super.init(playlist: playlist, startingAt: startPlaylistEntry)
+        }
+
+        /// `[song1, album, playlist]`: songs as entries, albums' and playlists' tracks lazily.
+        public required convenience init(arrayLiteral elements: any PlayableMusicItem...) {
+            self.init(items: elements)
+        }
+
+        override init(items: [any PlayableMusicItem], startingAt startIndex: Int? = nil) {
+            super.init(items: items, startingAt: startIndex)
+        }
+
         /// The entries, in order. Reading them does not load a lazy album or playlist; an entry
         /// is loaded (with its page) when it is read. Setting them changes what plays next.
         public var entries: ApplicationMusicPlayer.Queue.Entries {

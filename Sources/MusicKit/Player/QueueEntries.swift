@@ -47,7 +47,7 @@ extension ApplicationMusicPlayer.Queue {
         }
         public func distance(from start: Index, to end: Index) -> Int { end - start }
 
-        public subscript(position: Index) -> MusicPlayer.Queue.Entry {
+        public subscript(position: Index) -> Element {
             get {
                 guard let entry = storage.entry(at: position) else {
                     preconditionFailure("queue entry index \(position) out of range 0..<\(storage.count)")

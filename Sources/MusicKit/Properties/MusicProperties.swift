@@ -1,7 +1,7 @@
 import Foundation
 
-/// A property of a music item type that can be requested (`Song.artists` as `.artists`).
-public class PartialMusicProperty<Root>: Hashable, @unchecked Sendable, CustomStringConvertible {
+/// A requestable property of any item type: what `PartialMusicProperty` values have in common.
+public class AnyMusicProperty: Hashable, @unchecked Sendable, CustomStringConvertible {
     // @unchecked: every stored property is an immutable value.
     typealias Source = MusicPropertyKind
 
@@ -10,23 +10,36 @@ public class PartialMusicProperty<Root>: Hashable, @unchecked Sendable, CustomSt
     /// The Apple Music API key, e.g. "top-songs".
     let key: String
     let source: Source
+    /// The item type the property belongs to (`Song.artists` and `Album.artists` differ).
+    let root: ObjectIdentifier
+    let rootName: String
 
-    init(name: String, key: String, source: Source) {
+    init(name: String, key: String, source: Source, root: Any.Type) {
         self.name = name
         self.key = key
         self.source = source
+        self.root = ObjectIdentifier(root)
+        rootName = String(describing: root)
     }
 
-    public static func == (left: PartialMusicProperty<Root>, right: PartialMusicProperty<Root>) -> Bool {
-        left.key == right.key && left.source == right.source
+    public static func == (left: AnyMusicProperty, right: AnyMusicProperty) -> Bool {
+        left.key == right.key && left.source == right.source && left.root == right.root
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(key)
         hasher.combine(source)
+        hasher.combine(root)
     }
 
-    public var description: String { name }
+    public var description: String { "\(rootName).\(name)" }
+}
+
+/// A property of a music item type that can be requested (`Song.artists` as `.artists`).
+public class PartialMusicProperty<Root>: AnyMusicProperty, @unchecked Sendable {
+    init(name: String, key: String, source: Source) {
+        super.init(name: name, key: key, source: source, root: Root.self)
+    }
 }
 
 /// Where a requestable property lives in an Apple Music API resource.
@@ -44,43 +57,101 @@ public class PartialMusicAsyncProperty<Root>: PartialMusicProperty<Root>, @unche
 
 /// A relationship or association of `Root` holding `RelatedMusicItemType` items.
 public final class MusicRelationshipProperty<Root, RelatedMusicItemType: MusicItem & Decodable>:
-    PartialMusicAsyncProperty<Root>, @unchecked Sendable {}
+    PartialMusicAsyncProperty<Root>, @unchecked Sendable {
+    /// "Album.tracks (relationship to Track)".
+    public override var description: String {
+        "\(super.description) (\(source == .view ? "association" : "relationship") to \(RelatedMusicItemType.self))"
+    }
+}
 
 /// An attribute of `Root` returned only when asked for.
-public final class MusicExtendedAttributeProperty<Root, Value: Decodable>: PartialMusicAsyncProperty<Root>, @unchecked Sendable {}
+public final class MusicExtendedAttributeProperty<Root, Value: Decodable>: PartialMusicAsyncProperty<Root>, @unchecked Sendable {
+    /// "Song.audioVariants (extended attribute, [AudioVariant])".
+    public override var description: String { "\(super.description) (extended attribute, \(Value.self))" }
+}
 
 /// An attribute of `Root`.
-public final class MusicAttributeProperty<Root, Value: Decodable>: PartialMusicProperty<Root>, @unchecked Sendable {}
+public final class MusicAttributeProperty<Root, Value: Decodable>: PartialMusicProperty<Root>, @unchecked Sendable {
+    /// "Song.title (attribute, String)".
+    public override var description: String { "\(super.description) (attribute, \(Value.self))" }
+}
 
 /// Where `with(_:preferredSource:)` loads properties from.
-public enum MusicPropertySource: Equatable, Hashable, Sendable, CaseIterable {
+public enum MusicPropertySource: String, Codable, Equatable, Hashable, Sendable, CaseIterable {
     case catalog
     case library
 }
 
-extension MusicItem where Self: MusicPropertyContainer {
+extension MusicPropertyContainer {
     /// A copy of the item with `properties` loaded (relationships and associations filled in).
     public func with(_ properties: PartialMusicAsyncProperty<Self>...) async throws -> Self {
-        try await with(properties)
+        try await loading(properties, preferredSource: nil)
     }
 
     public func with(_ properties: [PartialMusicAsyncProperty<Self>]) async throws -> Self {
-        try await with(properties, preferredSource: isLibraryItem ? .library : .catalog)
+        try await loading(properties, preferredSource: nil)
     }
 
     public func with(_ properties: PartialMusicAsyncProperty<Self>..., preferredSource: MusicPropertySource) async throws -> Self {
-        try await with(properties, preferredSource: preferredSource)
+        try await loading(properties, preferredSource: preferredSource)
     }
 
     public func with(_ properties: [PartialMusicAsyncProperty<Self>], preferredSource: MusicPropertySource) async throws -> Self {
-        guard let item = self as? any ResourceBackedItem else { return self }
-        let loaded = try await MusicCatalogService.current().load(properties.map { ($0.key, $0.source) }, for: item.resource,
-                                                                  preferredSource: preferredSource)
-        return type(of: item).init(resource: loaded) as! Self
+        try await loading(properties, preferredSource: preferredSource)
     }
 
-    private var isLibraryItem: Bool {
-        (self as? any ResourceBackedItem)?.resource.type.hasPrefix("library-") ?? false
+    /// The item made again from its resource with `properties` loaded, from the library for a
+    /// library item and from the catalog otherwise unless `preferredSource` says.
+    func loading(_ properties: [PartialMusicAsyncProperty<Self>], preferredSource: MusicPropertySource?) async throws -> Self {
+        guard let item = self as? any PropertyLoadable else { return self }
+        let source = preferredSource ?? (item.resource.type.hasPrefix("library-") ? .library : .catalog)
+        let loaded = try await MusicCatalogService.current().load(properties.map { ($0.key, $0.source) }, for: item.resource,
+                                                                  preferredSource: source)
+        return item.replacingResource(loaded) as! Self
+    }
+}
+
+// Apple declares `with` on decodable music items as well (the same loading).
+extension MusicItem where Self: MusicPropertyContainer & Decodable {
+    /// A copy of the item with `properties` loaded (relationships and associations filled in).
+    public func with(_ properties: PartialMusicAsyncProperty<Self>...) async throws -> Self {
+        try await loading(properties, preferredSource: nil)
+    }
+
+    public func with(_ properties: [PartialMusicAsyncProperty<Self>]) async throws -> Self {
+        try await loading(properties, preferredSource: nil)
+    }
+
+    public func with(_ properties: PartialMusicAsyncProperty<Self>..., preferredSource: MusicPropertySource) async throws -> Self {
+        try await loading(properties, preferredSource: preferredSource)
+    }
+
+    public func with(_ properties: [PartialMusicAsyncProperty<Self>], preferredSource: MusicPropertySource) async throws -> Self {
+        try await loading(properties, preferredSource: preferredSource)
+    }
+}
+
+/// An item made from an Apple Music API resource, which `with(_:)` can load again with more.
+protocol PropertyLoadable {
+    var resource: ResourceObject { get }
+    /// The same item made from `resource`.
+    func replacingResource(_ resource: ResourceObject) -> Self
+}
+
+extension ResourceBackedItem {
+    func replacingResource(_ resource: ResourceObject) -> Self { Self(resource: resource) }
+}
+
+extension Playlist.Entry: MusicPropertyContainer, PropertyLoadable {
+    func replacingResource(_ resource: ResourceObject) -> Playlist.Entry { Playlist.Entry(resource: resource, position: position) }
+}
+
+extension Playlist.Entry.Item: MusicPropertyContainer, PropertyLoadable {
+    func replacingResource(_ resource: ResourceObject) -> Playlist.Entry.Item {
+        switch self {
+        case .song: .song(Song(resource: resource))
+        case .musicVideo: .musicVideo(MusicVideo(resource: resource))
+        }
     }
 }
 

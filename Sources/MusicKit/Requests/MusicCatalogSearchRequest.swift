@@ -68,7 +68,8 @@ public struct MusicCatalogSearchResponse: Sendable, Equatable, Hashable, Codable
     public internal(set) var topResults: MusicItemCollection<TopResult> = []
 
     /// One of the best matches, of any type.
-    public enum TopResult: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public enum TopResult: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
+        CustomDebugStringConvertible {
         public typealias ID = MusicItemID
         case album(Album)
         case artist(Artist)
@@ -113,6 +114,7 @@ public struct MusicCatalogSearchResponse: Sendable, Equatable, Hashable, Codable
         public var title: String { resource.string("name") ?? "" }
         public var artwork: Artwork? { resource.artwork }
         public var description: String { "TopResult.\(resource.type)(\(title))" }
+        public var debugDescription: String { "TopResult.\(resource.type)(id: \"\(id)\", title: \"\(title)\")" }
 
         public init(from decoder: any Decoder) throws {
             let resource = try ResourceObject(from: decoder)
@@ -225,7 +227,8 @@ public enum MusicCatalogChartKind: Equatable, Hashable, Sendable, Codable, CaseI
 }
 
 /// One chart: a titled, ordered list of items.
-public struct MusicCatalogChart<MusicItemType: MusicCatalogChartRequestable>: Identifiable, Sendable, CustomStringConvertible {
+public struct MusicCatalogChart<MusicItemType: MusicCatalogChartRequestable>: Identifiable, Sendable, CustomStringConvertible,
+    CustomDebugStringConvertible {
     public typealias ID = String
     public let id: String
     public let items: MusicItemCollection<MusicItemType>
@@ -233,13 +236,18 @@ public struct MusicCatalogChart<MusicItemType: MusicCatalogChartRequestable>: Id
     public let title: String
 
     public var description: String { "MusicCatalogChart(title: \"\(title)\", kind: \(kind), items: \(items.count))" }
+    public var debugDescription: String {
+        "MusicCatalogChart<\(MusicItemType.self)>(id: \"\(id)\", title: \"\(title)\", kind: \(kind), items: \(items.debugDescription))"
+    }
 }
 
 extension MusicCatalogChart: Equatable where MusicItemType: Equatable {}
 extension MusicCatalogChart: Hashable where MusicItemType: Hashable {}
+extension MusicCatalogChart: Decodable where MusicItemType: Decodable {}
+extension MusicCatalogChart: Encodable where MusicItemType: Encodable {}
 
 /// Fetches the catalog's charts.
-public struct MusicCatalogChartsRequest: Sendable, CustomStringConvertible {
+public struct MusicCatalogChartsRequest: Sendable, Equatable, Hashable, CustomStringConvertible {
     public let genre: Genre?
     public let kinds: [MusicCatalogChartKind]
     public let types: [any MusicCatalogChartRequestable.Type]
@@ -254,6 +262,19 @@ public struct MusicCatalogChartsRequest: Sendable, CustomStringConvertible {
     }
 
     public var description: String { "MusicCatalogChartsRequest(kinds: \(kinds), types: \(types.map { "\($0)" }))" }
+
+    public static func == (a: MusicCatalogChartsRequest, b: MusicCatalogChartsRequest) -> Bool {
+        a.genre == b.genre && a.kinds == b.kinds && a.limit == b.limit && a.offset == b.offset
+            && a.types.map(ObjectIdentifier.init) == b.types.map(ObjectIdentifier.init)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(genre)
+        hasher.combine(kinds)
+        hasher.combine(limit)
+        hasher.combine(offset)
+        for type in types { hasher.combine(ObjectIdentifier(type)) }
+    }
 
     public func response() async throws -> MusicCatalogChartsResponse {
         let service = try await MusicCatalogService.current()
@@ -287,7 +308,7 @@ public struct MusicCatalogChartsRequest: Sendable, CustomStringConvertible {
 }
 
 /// What a charts request found.
-public struct MusicCatalogChartsResponse: Sendable, Equatable, Hashable, Decodable, CustomStringConvertible,
+public struct MusicCatalogChartsResponse: Sendable, Equatable, Hashable, Codable, CustomStringConvertible,
     CustomDebugStringConvertible {
     public internal(set) var albumCharts: [MusicCatalogChart<Album>] = []
     public internal(set) var musicVideoCharts: [MusicCatalogChart<MusicVideo>] = []
@@ -328,6 +349,28 @@ public struct MusicCatalogChartsResponse: Sendable, Equatable, Hashable, Decodab
         musicVideoCharts = try charts(.musicVideos)
         playlistCharts = try charts(.playlists)
         songCharts = try charts(.songs)
+    }
+
+    /// Encodes the Apple Music API's shape, which `init(from:)` reads back.
+    public func encode(to encoder: any Encoder) throws {
+        var outer = encoder.container(keyedBy: EnvelopeKeys.self)
+        var container = outer.nestedContainer(keyedBy: CodingKeys.self, forKey: .results)
+        func encode<Item: Encodable>(_ charts: [MusicCatalogChart<Item>], _ key: CodingKeys) throws {
+            guard !charts.isEmpty else { return }
+            var list = container.nestedUnkeyedContainer(forKey: key)
+            for chart in charts {
+                var object = list.nestedContainer(keyedBy: ChartKeys.self)
+                try object.encode(chart.kind.apiValue, forKey: .chart)
+                try object.encode(chart.title, forKey: .name)
+                try object.encode(chart.id, forKey: .orderId)
+                try object.encode(Array(chart.items), forKey: .data)
+                try object.encodeIfPresent(chart.items.nextHref, forKey: .next)
+            }
+        }
+        try encode(albumCharts, .albums)
+        try encode(musicVideoCharts, .musicVideos)
+        try encode(playlistCharts, .playlists)
+        try encode(songCharts, .songs)
     }
 
     public var description: String {
