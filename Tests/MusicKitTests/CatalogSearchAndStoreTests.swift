@@ -114,6 +114,27 @@ final class CatalogSearchAndStoreTests: XCTestCase {
         XCTAssertGreaterThan(response.topResults.count, 2)
     }
 
+    /// Suggestions while typing: names with a word starting with each word typed, those that
+    /// start with the term first; the top results are the search's.
+    func testSearchSuggestionsCompleteWhatIsTypedAndBringTopResults() async throws {
+        let response = try await MusicCatalogSearchSuggestionsRequest(term: "orb").response()
+        XCTAssertEqual(response.suggestions.first?.searchTerm, "orbital elevator")
+        XCTAssertTrue(response.suggestions.allSatisfy { $0.searchTerm.split(separator: " ").contains { $0.hasPrefix("orb") } },
+                      "\(response.suggestions)")
+        XCTAssertEqual(Set(response.suggestions.map(\.id)).count, response.suggestions.count, "each term once")
+        XCTAssertTrue(response.topResults.isEmpty, "no types for top results asked")
+
+        var request = MusicCatalogSearchSuggestionsRequest(term: "maxst", includingTopResultsOfTypes: [Artist.self, Song.self])
+        request.limit = 3
+        let withTop = try await request.response()
+        XCTAssertLessThanOrEqual(withTop.suggestions.count, 3)
+        XCTAssertEqual(withTop.suggestions.first?.displayTerm, "maxstack")
+        guard case .artist(let artist)? = withTop.topResults.first else { return XCTFail("\(withTop.topResults)") }
+        XCTAssertEqual(artist.name, "Maxstack")
+        let none = try await MusicCatalogSearchSuggestionsRequest(term: "zzqx").response()
+        XCTAssertTrue(none.suggestions.isEmpty)
+    }
+
     func testSearchLeavesOutExplicitItemsWhenTheAccountDoesNotAllowThem() async throws {
         let before = try await MusicCatalogSearchRequest(term: "wings of cruelty", types: [Song.self]).response()
         XCTAssertEqual(before.songs.count, 2)

@@ -142,6 +142,25 @@ final class FixtureDecodingTests: XCTestCase {
         XCTAssertEqual(charts.songCharts.first?.kind, .mostPlayed)
     }
 
+    /// Charts encode to the API's shape and decode back equal (the chart ids, names, kinds and items).
+    func testChartsRoundTripThroughTheirEncoding() throws {
+        let charts = try decode(MusicCatalogChartsResponse.self, "charts-us-songs-albums-genre20.json")
+        let again = try JSONDecoder().decode(MusicCatalogChartsResponse.self, from: JSONEncoder().encode(charts))
+        XCTAssertEqual(again, charts)
+        XCTAssertEqual(again.songCharts.first?.items.first?.title, "Believer")
+    }
+
+    /// Apple's search hints (the older shape: a list of terms) decode as suggestions; encoding
+    /// writes the suggestions shape, which decodes back equal.
+    func testSearchHintsAsSuggestions() throws {
+        let hints = try decode(MusicCatalogSearchSuggestionsResponse.self, "search-hints-us-love.json")
+        XCTAssertEqual(hints.suggestions.count, 10)
+        XCTAssertEqual(hints.suggestions.first?.searchTerm, "love kendrick lamar")
+        XCTAssertEqual(hints.suggestions.first?.displayTerm, "love kendrick lamar")
+        let again = try JSONDecoder().decode(MusicCatalogSearchSuggestionsResponse.self, from: JSONEncoder().encode(hints))
+        XCTAssertEqual(again, hints)
+    }
+
     func testChartOfSongs() throws {
         let charts = try decode(MusicCatalogChartsResponse.self, "charts-us-most-played-songs-2017-11-03.json")
         XCTAssertEqual(charts.songCharts.count, 1)

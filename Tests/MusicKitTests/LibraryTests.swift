@@ -109,6 +109,31 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(found7, ["Lantern"])
     }
 
+    /// A term across types: every word must match a name, artist or album; whole names and
+    /// name prefixes rank first; top results mix the types by that rank.
+    func testLibrarySearchFindsAcrossTypesAndRanksNamesFirst() async throws {
+        try addSomeSongs()
+        try song("c1.flac", title: "Weathervane", artist: "Gusts", album: "Vanes", track: 1)
+        _ = try MusicLibraryScanner.scan()
+        var request = MusicLibrarySearchRequest(term: "weather", types: [Song.self, Album.self, Artist.self])
+        request.includeTopResults = true
+        let response = try await request.response()
+        XCTAssertEqual(response.songs.map(\.title), ["Weathervane", "Arctic", "Zephyr"], "a name match before album matches")
+        XCTAssertEqual(response.albums.map(\.title), ["Weather"])
+        XCTAssertTrue(response.artists.isEmpty)
+        XCTAssertEqual(response.topResults.first.map { "\($0.title)" }, "Weather", "the whole name first")
+        guard case .album? = response.topResults.first else { return XCTFail("\(response.topResults)") }
+        XCTAssertEqual(response.topResults.count, 4)
+
+        let accents = try await MusicLibrarySearchRequest(term: "eclair night", types: [Song.self]).response()
+        XCTAssertEqual(accents.songs.map(\.title), ["Lantern"], "every word, accents folded")
+        var limited = MusicLibrarySearchRequest(term: "the breeze", types: [Song.self])
+        limited.limit = 1
+        let one = try await limited.response()
+        XCTAssertEqual(one.songs.count, 1)
+        XCTAssertTrue(one.topResults.isEmpty, "top results only when asked")
+    }
+
     func testReadingTheLibraryNeedsAuthorization() async throws {
         try MusicAuthorizationSettings.set(.denied, for: "library-tests")
         do {

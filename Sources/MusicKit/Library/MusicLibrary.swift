@@ -135,6 +135,8 @@ final class MusicLibraryService: Sendable {
         case "albums": built = try albums()
         case "artists": built = try artists()
         case "genres": built = try genres()
+        case "music-videos": built = try withStore { try $0.catalogItems(type: "music-videos") }
+        case "tracks": built = try items("songs") + items("music-videos")
         default: built = []
         }
         cache.withLock { cache in

@@ -64,6 +64,38 @@ extension Genre: LibraryRequestBacked {
     }
 }
 
+extension MusicVideo: LibraryRequestBacked {
+    static let libraryType = "music-videos"
+    static var filterKeys: [AnyKeyPath: String] {
+        [\LibraryMusicVideoFilter.id: "id", \LibraryMusicVideoFilter.title: "name", \LibraryMusicVideoFilter.artistName: "artistName",
+         \LibraryMusicVideoFilter.albumTitle: "albumName", \LibraryMusicVideoFilter.artists: "artistName",
+         \LibraryMusicVideoFilter.albums: "albumName", \LibraryMusicVideoFilter.genres: "genreNames"]
+    }
+    static var sortKeys: [AnyKeyPath: String] {
+        [\LibraryMusicVideoSortProperties.title: "name", \LibraryMusicVideoSortProperties.artistName: "artistName",
+         \LibraryMusicVideoSortProperties.albumTitle: "albumName", \LibraryMusicVideoSortProperties.duration: "durationInMillis",
+         \LibraryMusicVideoSortProperties.lastPlayedDate: "lastPlayedDate", \LibraryMusicVideoSortProperties.libraryAddedDate: "dateAdded",
+         \LibraryMusicVideoSortProperties.playCount: "playCount", \LibraryMusicVideoSortProperties.trackNumber: "trackNumber"]
+    }
+}
+
+/// Tracks: the library's songs and music videos.
+extension Track: LibraryRequestBacked {
+    static let libraryType = "tracks"
+    static var filterKeys: [AnyKeyPath: String] {
+        [\LibraryTrackFilter.id: "id", \LibraryTrackFilter.title: "name", \LibraryTrackFilter.artistName: "artistName",
+         \LibraryTrackFilter.albumTitle: "albumName", \LibraryTrackFilter.artists: "artistName",
+         \LibraryTrackFilter.albums: "albumName", \LibraryTrackFilter.genres: "genreNames"]
+    }
+    static var sortKeys: [AnyKeyPath: String] {
+        [\LibraryTrackSortProperties.title: "name", \LibraryTrackSortProperties.artistName: "artistName",
+         \LibraryTrackSortProperties.albumTitle: "albumName", \LibraryTrackSortProperties.discNumber: "discNumber",
+         \LibraryTrackSortProperties.duration: "durationInMillis", \LibraryTrackSortProperties.lastPlayedDate: "lastPlayedDate",
+         \LibraryTrackSortProperties.libraryAddedDate: "dateAdded", \LibraryTrackSortProperties.playCount: "playCount",
+         \LibraryTrackSortProperties.trackNumber: "trackNumber"]
+    }
+}
+
 extension Playlist: LibraryRequestBacked {
     static let libraryType = "playlists"
     static var filterKeys: [AnyKeyPath: String] { [\LibraryPlaylistFilter.id: "id", \LibraryPlaylistFilter.name: "name"] }

@@ -337,6 +337,25 @@ final class CatalogStore: @unchecked Sendable {
         return (Array(page), rows.count > offset + limit)
     }
 
+    /// Names of songs, albums, artists and playlists in `storefront` whose name matches every
+    /// word of `term` as a prefix, the ones that start with the term first, then the shorter;
+    /// each name once (case folded), at most `limit`.
+    func suggestedNames(term: String, storefront: String, limit: Int, excludeExplicit: Bool) throws -> [String] {
+        let words = CatalogStore.ftsWords(term)
+        guard !words.isEmpty, limit > 0 else { return [] }
+        let names = try database.statement("""
+            SELECT r.name FROM search JOIN resources r ON r.rowid = search.rowid
+            WHERE search MATCH ?1 AND r.storefront = ?2 AND r.type IN ('songs', 'albums', 'artists', 'playlists')
+              AND (?3 = 0 OR r.rating IS NOT 'explicit') AND r.name IS NOT NULL
+            LIMIT 500
+            """).rows(["{name} : (\(words.joined(separator: " ")))", storefront, excludeExplicit]) { $0.string(0) ?? "" }
+        let folded = term.lowercased().trimmingCharacters(in: .whitespaces)
+        var seen = Set<String>()
+        let unique = names.map { $0.lowercased() }.filter { !$0.isEmpty && seen.insert($0).inserted }
+        return Array(unique.sorted { ($0.hasPrefix(folded) ? 0 : 1, $0.count, $0) < ($1.hasPrefix(folded) ? 0 : 1, $1.count, $1) }
+            .prefix(limit))
+    }
+
     /// `"word"*` for each word of `term`: quoted, so FTS5 syntax in a search term is taken literally.
     static func ftsWords(_ term: String) -> [String] {
         term.lowercased().split { !$0.isLetter && !$0.isNumber }.map { "\"\($0)\"*" }

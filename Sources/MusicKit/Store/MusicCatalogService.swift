@@ -175,6 +175,12 @@ final class MusicCatalogService: Sendable {
         }
     }
 
+    func suggestedTerms(for term: String, account: MusicAccountSettings, limit: Int) throws -> [String] {
+        try withStore {
+            try $0.suggestedNames(term: term, storefront: account.storefront, limit: limit, excludeExplicit: !account.allowsExplicitContent)
+        }
+    }
+
     func chart(type: String, chart: String, account: MusicAccountSettings) throws -> (name: String, items: [ResourceObject]) {
         let (name, ids) = try withStore { try $0.chart(storefront: account.storefront, type: type, chart: chart) }
         let items = try withStore { try $0.resources(type: type, ids: ids, storefront: account.storefront) }
