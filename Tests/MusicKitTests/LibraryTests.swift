@@ -134,6 +134,45 @@ final class LibraryTests: XCTestCase {
         XCTAssertTrue(one.topResults.isEmpty, "top results only when asked")
     }
 
+    /// Songs grouped by artist, album, genre and first letter; filters on the items and on
+    /// the sections; sections without items left out; limit pages the sections.
+    func testSectionedRequestsGroupSongsByArtistAlbumGenreAndLetter() async throws {
+        try addSomeSongs()
+        _ = try MusicLibraryScanner.scan()
+        let byArtist = try await MusicLibrarySectionedRequest<Artist, Song>().response().sections
+        XCTAssertEqual(byArtist.map(\.name), ["Éclair", "The Breeze"], "the section's properties, by dynamic member")
+        XCTAssertEqual(byArtist.map { $0.items.map(\.title) }, [["Lantern"], ["Arctic", "Zephyr"]])
+
+        let byAlbum = try await MusicLibrarySectionedRequest<Album, Song>().response().sections
+        XCTAssertEqual(byAlbum.map(\.title), ["Night Lights", "Weather"])
+        XCTAssertEqual(byAlbum.last?.items.map(\.title), ["Arctic", "Zephyr"], "track order in an album")
+
+        let byLetter = try await MusicLibrarySectionedRequest<TitledSection, Song>().response().sections
+        XCTAssertEqual(byLetter.map(\.title), ["A", "L", "Z"])
+        XCTAssertEqual(byLetter.map(\.id), ["A", "L", "Z"])
+
+        var jazz = MusicLibrarySectionedRequest<Genre, Song>()
+        jazz.filterSections(matching: \.name, contains: "jaz")
+        let jazzSections = try await jazz.response().sections
+        XCTAssertEqual(jazzSections.map(\.name), ["Jazz"])
+        XCTAssertEqual(jazzSections.first?.items.map(\.title), ["Lantern"])
+
+        var filtered = MusicLibrarySectionedRequest<Artist, Song>()
+        filtered.filterItems(text: "arc")
+        filtered.sortSections(by: \.name, ascending: false)
+        let filteredSections = try await filtered.response().sections
+        XCTAssertEqual(filteredSections.map(\.name), ["The Breeze"], "a section without matching items is left out")
+        XCTAssertEqual(filteredSections.first?.items.map(\.title), ["Arctic"])
+
+        var reversed = MusicLibrarySectionedRequest<Artist, Song>()
+        reversed.sortSections(by: \.name, ascending: false)
+        reversed.sortItems(by: \.title, ascending: false)
+        reversed.limit = 1
+        let first = try await reversed.response().sections
+        XCTAssertEqual(first.map(\.name), ["The Breeze"])
+        XCTAssertEqual(first.first?.items.map(\.title), ["Zephyr", "Arctic"])
+    }
+
     func testReadingTheLibraryNeedsAuthorization() async throws {
         try MusicAuthorizationSettings.set(.denied, for: "library-tests")
         do {

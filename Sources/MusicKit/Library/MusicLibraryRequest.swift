@@ -196,6 +196,15 @@ public struct MusicLibraryRequest<MusicItemType: MusicLibraryRequestable>: Senda
         guard let type = MusicItemType.self as? any LibraryRequestBacked.Type else {
             return MusicLibraryResponse(items: MusicItemCollection(items: []))
         }
+        let resources = try matchingResources(in: service)
+        let page = resources.dropFirst(max(offset, 0)).prefix(max(limit, 0))
+        let items = page.compactMap { type.init(resource: $0) as? MusicItemType }
+        return MusicLibraryResponse(items: MusicItemCollection(items: items))
+    }
+
+    /// Every library resource the filters keep, in the sorts' order (no paging).
+    func matchingResources(in service: MusicLibraryService) throws -> [ResourceObject] {
+        guard let type = MusicItemType.self as? any LibraryRequestBacked.Type else { return [] }
         let folded = conditions.map(Self.folded)
         var resources = try service.indexedItems(type.libraryType)
             .filter { entry in folded.allSatisfy { matches(entry, $0) } }
@@ -209,9 +218,7 @@ public struct MusicLibraryRequest<MusicItemType: MusicLibraryRequestable>: Senda
                 return false
             }
         }
-        let page = resources.dropFirst(max(offset, 0)).prefix(max(limit, 0))
-        let items = page.compactMap { type.init(resource: $0) as? MusicItemType }
-        return MusicLibraryResponse(items: MusicItemCollection(items: items))
+        return resources
     }
 
     /// The condition with its texts folded like the index.
