@@ -339,4 +339,16 @@ final class LibraryStore: @unchecked Sendable {
         }
         return found
     }
+
+    /// What was played since `date`, newest first (at most `limit` plays): each play's entry and
+    /// the album or playlist it was played from.
+    func plays(since date: Date, limit: Int) throws -> [(played: Date, entry: ResourceObject, container: ResourceObject?)] {
+        try database.statement("""
+            SELECT played, json, container_json FROM plays WHERE played >= ?1 ORDER BY rowid DESC LIMIT ?2
+            """).rows([date.timeIntervalSince1970, limit]) { row -> (Date, ResourceObject, ResourceObject?)? in
+            guard let entry = (try? JSONValue.parse(row.string(1) ?? "")).flatMap(ResourceObject.init(json:)) else { return nil }
+            let container = row.string(2).flatMap { try? JSONValue.parse($0) }.flatMap(ResourceObject.init(json:))
+            return (Date(timeIntervalSince1970: row.double(0)), entry, container)
+        }.compactMap { $0 }
+    }
 }

@@ -135,7 +135,7 @@ final class MusicCatalogService: Sendable {
         return results
     }
 
-    private func allows(_ resource: ResourceObject, _ account: MusicAccountSettings) -> Bool {
+    func allows(_ resource: ResourceObject, _ account: MusicAccountSettings) -> Bool {
         account.allowsExplicitContent || resource.contentRating != .explicit
     }
 
