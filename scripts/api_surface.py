@@ -138,12 +138,24 @@ def our_declarations(directory):
     for path in files:
         with open(path, encoding="utf-8") as handle:
             graph = json.load(handle)
+        # The constraints a type's own generic parameters carry (not the extension's).
+        inherent = {".".join(symbol.get("pathComponents", [])):
+                    {(c.get("lhs"), c.get("rhs")) for c in (symbol.get("swiftGenerics") or {}).get("constraints", [])}
+                    for symbol in graph.get("symbols", [])}
         for symbol in graph.get("symbols", []):
             if symbol.get("accessLevel") not in ("public", "open"):
                 continue
             kind = symbol["kind"]["identifier"]
             components = symbol.get("pathComponents", [])
             declaration = "".join(fragment["spelling"] for fragment in symbol.get("declarationFragments", []))
+            # A member of a constrained extension: the fragments leave out the extension's
+            # `where`, which Apple's interface prints on some members: both spellings match.
+            owner = inherent.get(".".join(symbol.get("pathComponents", [])[:-1]), set())
+            constraints = [c for c in (symbol.get("swiftExtension") or {}).get("constraints", [])
+                           if c.get("lhs") != "Self" and (c.get("lhs"), c.get("rhs")) not in owner]
+            if constraints and " where " not in declaration:
+                rows.append((kind, ".".join(components), normalise(declaration + " where " + ", ".join(
+                    f"{c['lhs']} {'==' if c['kind'] == 'sameType' else ':'} {c['rhs']}" for c in constraints))))
             rows.append((kind, ".".join(components), normalise(declaration)))
     return rows
 
@@ -176,7 +188,10 @@ def main():
         candidates = ours_by_path.get((kind, path), set())
         if "Self" in declaration and (kind, path) in ours_by_path:
             candidates = candidates | defaults_by_name.get((kind, path.split(".")[-1]), set())
-        if declaration in candidates or (not candidates and synthesised(path, conformances)):
+        # `Self.Index` in a default implementation is the type's own `Index` in ours.
+        owner = path.split(".")[0]
+        spelled = {re.sub(rf"\b{re.escape(owner)}(?:<[^>]*>)?\.", "Self.", c) for c in candidates}
+        if declaration in candidates or declaration in spelled or (not candidates and synthesised(path, conformances)):
             present.append((kind, path, declaration))
         elif candidates:
             different.append((kind, path, declaration, sorted(candidates)))

@@ -2,8 +2,7 @@ import Foundation
 
 /// A JSON value as found in Apple Music API documents, kept as it came so that attributes
 /// this framework does not model survive a decode and encode.
-/// (Linux addition)
-public enum JSONValue: Codable, Hashable, Sendable {
+enum JSONValue: Codable, Hashable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -11,7 +10,7 @@ public enum JSONValue: Codable, Hashable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -30,7 +29,7 @@ public enum JSONValue: Codable, Hashable, Sendable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -43,17 +42,17 @@ public enum JSONValue: Codable, Hashable, Sendable {
         }
     }
 
-    public var string: String? { if case .string(let value) = self { value } else { nil } }
-    public var number: Double? { if case .number(let value) = self { value } else { nil } }
-    public var int: Int? { number.flatMap { $0.isFinite ? Int(exactly: $0.rounded()) : nil } }
-    public var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
-    public var array: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
-    public var object: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
+    var string: String? { if case .string(let value) = self { value } else { nil } }
+    var number: Double? { if case .number(let value) = self { value } else { nil } }
+    var int: Int? { number.flatMap { $0.isFinite ? Int(exactly: $0.rounded()) : nil } }
+    var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
+    var array: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
+    var object: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
 
-    public subscript(key: String) -> JSONValue? { object?[key] }
+    subscript(key: String) -> JSONValue? { object?[key] }
 
     /// Compact JSON text (keys sorted, so equal values give equal text).
-    public var serialized: String {
+    var serialized: String {
         var output = ""
         write(into: &output)
         return output
