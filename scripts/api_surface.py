@@ -188,9 +188,12 @@ def main():
         candidates = ours_by_path.get((kind, path), set())
         if "Self" in declaration and (kind, path) in ours_by_path:
             candidates = candidates | defaults_by_name.get((kind, path.split(".")[-1]), set())
-        # `Self.Index` in a default implementation is the type's own `Index` in ours.
+        # `Self.Index` in a default implementation of Apple's is the type's own `Index` in ours.
         owner = path.split(".")[0]
         spelled = {re.sub(rf"\b{re.escape(owner)}(?:<[^>]*>)?\.", "Self.", c) for c in candidates}
+        # A default implementation's `Self` is the conforming type in Apple's (`a: Song, b: Song`).
+        full_owner = path.rpartition(".")[0]
+        spelled |= {re.sub(r"\bSelf\b", full_owner, c) for c in candidates}
         if declaration in candidates or declaration in spelled or (not candidates and synthesised(path, conformances)):
             present.append((kind, path, declaration))
         elif candidates:

@@ -1,54 +1,27 @@
 // The catalog item types: each struct is a view over one Apple Music API resource object
-// (attributes read on demand, relationships and views decoded into collections). Keep them alike.
+// (attributes read on demand, relationships and views decoded into collections). What they share
+// (identity, Codable, equality, the track attributes) is written once in MusicItem.swift.
 import Foundation
 
 /// A song, from the catalog or the person's library.
-public struct Song: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable, MusicLibraryAddable, MusicPlaylistAddable, MusicLibrarySearchable, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct Song: _MusicTrackAttributes, FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable, MusicLibraryAddable, MusicPlaylistAddable, MusicLibrarySearchable, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public typealias ID = MusicItemID
     public typealias FilterType = SongFilter
     static let resourceTypes = ["songs", "library-songs"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: Song, b: Song) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "Song(id: \"\(id)\", title: \"\(title)\", artistName: \"\(artistName)\")" }
-    public var debugDescription: String { description }
 
-    public var albumTitle: String? { resource.string("albumName") }
-    public var artistName: String { resource.string("artistName") ?? "" }
-    public var artistURL: URL? { resource.url("artistUrl") }
-    public var artwork: Artwork? { resource.artwork }
     public var attribution: String? { resource.string("attribution") }
     public var audioVariants: [AudioVariant]? { resource.audioVariants }
     public var composerName: String? { resource.string("composerName") }
-    public var contentRating: ContentRating? { resource.contentRating }
     public var discNumber: Int? { resource.int("discNumber") }
-    public var duration: TimeInterval? { resource.duration() }
-    public var editorialNotes: EditorialNotes? { resource.editorialNotes }
-    public var genreNames: [String] { resource.strings("genreNames") ?? [] }
     public var hasLyrics: Bool { resource.bool("hasLyrics") ?? false }
     public var isAppleDigitalMaster: Bool? { resource.bool("isAppleDigitalMaster") }
-    public var isrc: String? { resource.string("isrc") }
-    public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
-    public var libraryAddedDate: Date? { resource.date("dateAdded") }
     public var movementCount: Int? { resource.int("movementCount") }
     public var movementName: String? { resource.string("movementName") }
     public var movementNumber: Int? { resource.int("movementNumber") }
-    public var playCount: Int? { resource.int("playCount") }
-    public var playParameters: PlayParameters? { resource.playParameters }
-    public var previewAssets: [PreviewAsset]? { resource.previewAssets }
-    public var releaseDate: Date? { resource.date("releaseDate") }
-    public var title: String { resource.string("name") ?? "" }
     public var trackNumber: Int? { resource.int("trackNumber") }
-    public var url: URL? { resource.url("url") }
     public var workName: String? { resource.string("workName") }
     public var albums: MusicItemCollection<Album>? { resource.related("albums") }
     public var artists: MusicItemCollection<Artist>? { resource.related("artists") }
@@ -70,20 +43,9 @@ public struct Album: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearcha
     public typealias ID = MusicItemID
     public typealias FilterType = AlbumFilter
     static let resourceTypes = ["albums", "library-albums"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: Album, b: Album) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "Album(id: \"\(id)\", title: \"\(title)\", artistName: \"\(artistName)\")" }
-    public var debugDescription: String { description }
 
     public var artistName: String { resource.string("artistName") ?? "" }
     public var artistURL: URL? { resource.url("artistUrl") }
@@ -128,20 +90,9 @@ public struct Artist: FilterableMusicItem, MusicCatalogSearchable, MusicLibraryS
     public typealias ID = MusicItemID
     public typealias FilterType = ArtistFilter
     static let resourceTypes = ["artists", "library-artists"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: Artist, b: Artist) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "Artist(id: \"\(id)\", name: \"\(name)\")" }
-    public var debugDescription: String { description }
 
     public var artwork: Artwork? { resource.artwork }
     public var editorialNotes: EditorialNotes? { resource.editorialNotes }
@@ -178,20 +129,9 @@ public struct Station: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearc
     public typealias ID = MusicItemID
     public typealias FilterType = StationFilter
     static let resourceTypes = ["stations"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: Station, b: Station) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "Station(id: \"\(id)\", name: \"\(name)\")" }
-    public var debugDescription: String { description }
 
     public var artwork: Artwork? { resource.artwork }
     public var contentRating: ContentRating? { resource.contentRating }
@@ -216,20 +156,9 @@ public struct Genre: FilterableMusicItem, MusicCatalogTopLevelResourceRequesting
     public typealias ID = MusicItemID
     public typealias FilterType = GenreFilter
     static let resourceTypes = ["genres", "library-genres"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: Genre, b: Genre) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "Genre(id: \"\(id)\", name: \"\(name)\")" }
-    public var debugDescription: String { description }
 
     public var libraryAddedDate: Date? { resource.date("dateAdded") }
     public var name: String { resource.string("name") ?? "" }
@@ -243,46 +172,18 @@ public protocol GenreFilter {
 extension Genre: GenreFilter {}
 
 /// A music video.
-public struct MusicVideo: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable, MusicLibraryAddable, MusicPlaylistAddable, MusicLibrarySearchable, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct MusicVideo: _MusicTrackAttributes, FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable, MusicLibraryAddable, MusicPlaylistAddable, MusicLibrarySearchable, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public typealias ID = MusicItemID
     public typealias FilterType = MusicVideoFilter
     static let resourceTypes = ["music-videos", "library-music-videos"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: MusicVideo, b: MusicVideo) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "MusicVideo(id: \"\(id)\", title: \"\(title)\", artistName: \"\(artistName)\")" }
-    public var debugDescription: String { description }
 
-    public var albumTitle: String? { resource.string("albumName") }
-    public var artistName: String { resource.string("artistName") ?? "" }
-    public var artistURL: URL? { resource.url("artistUrl") }
-    public var artwork: Artwork? { resource.artwork }
-    public var contentRating: ContentRating? { resource.contentRating }
-    public var duration: TimeInterval? { resource.duration() }
-    public var editorialNotes: EditorialNotes? { resource.editorialNotes }
-    public var genreNames: [String] { resource.strings("genreNames") ?? [] }
     public var has4K: Bool? { resource.bool("has4K") }
     public var hasHDR: Bool? { resource.bool("hasHDR") }
     public var isPreview: Bool { resource.bool("isPreview") ?? false }
-    public var isrc: String? { resource.string("isrc") }
-    public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
-    public var libraryAddedDate: Date? { resource.date("dateAdded") }
-    public var playCount: Int? { resource.int("playCount") }
-    public var playParameters: PlayParameters? { resource.playParameters }
-    public var previewAssets: [PreviewAsset]? { resource.previewAssets }
-    public var releaseDate: Date? { resource.date("releaseDate") }
-    public var title: String { resource.string("name") ?? "" }
     public var trackNumber: Int? { resource.int("trackNumber") }
-    public var url: URL? { resource.url("url") }
     public var workName: String? { resource.string("workName") }
     public var albums: MusicItemCollection<Album>? { resource.related("albums") }
     public var artists: MusicItemCollection<Artist>? { resource.related("artists") }
@@ -304,20 +205,9 @@ public struct Curator: FilterableMusicItem, MusicCatalogSearchable, ResourceBack
     public typealias ID = MusicItemID
     public typealias FilterType = CuratorFilter
     static let resourceTypes = ["curators", "apple-curators"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: Curator, b: Curator) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "Curator(id: \"\(id)\", name: \"\(name)\")" }
-    public var debugDescription: String { description }
 
     public var artwork: Artwork? { resource.artwork }
     public var editorialNotes: EditorialNotes? { resource.editorialNotes }
@@ -338,20 +228,9 @@ public struct RadioShow: FilterableMusicItem, MusicCatalogSearchable, ResourceBa
     public typealias ID = MusicItemID
     public typealias FilterType = RadioShowFilter
     static let resourceTypes = ["radio-shows"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: RadioShow, b: RadioShow) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "RadioShow(id: \"\(id)\", name: \"\(name)\")" }
-    public var debugDescription: String { description }
 
     public var artwork: Artwork? { resource.artwork }
     public var editorialNotes: EditorialNotes? { resource.editorialNotes }
@@ -372,20 +251,9 @@ public struct RecordLabel: FilterableMusicItem, MusicCatalogSearchable, Resource
     public typealias ID = MusicItemID
     public typealias FilterType = RecordLabelFilter
     static let resourceTypes = ["record-labels"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: RecordLabel, b: RecordLabel) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "RecordLabel(id: \"\(id)\", name: \"\(name)\")" }
-    public var debugDescription: String { description }
 
     public var artwork: Artwork? { resource.artwork }
     public var name: String { resource.string("name") ?? "" }

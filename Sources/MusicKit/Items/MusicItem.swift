@@ -70,9 +70,121 @@ public protocol MusicLibrarySearchable: MusicItem {}
 
 /// The storage every item of this framework is built on: one Apple Music API resource object.
 /// Properties read its attributes; relationships and views hold related resources.
-protocol ResourceBackedItem: MusicItem, Codable, Hashable, MusicPropertyContainer, PropertyLoadable {
-    var resource: ResourceObject { get }
-    init(resource: ResourceObject)
+// MARK: - What the item types share (not API)
+//
+// The item types are views of one Apple Music API resource each. What they have in common is
+// written once, in extensions of the underscored protocols below: public because the members
+// they give are Apple's public API, underscored (the standard library's pattern) because they
+// are not API themselves; the symbol graph and documentation leave them out.
+
+/// Not API: an Apple Music API resource object, opaque outside this module.
+public struct _MusicResource: Hashable, Sendable {
+    let object: ResourceObject
+    init(_ object: ResourceObject) { self.object = object }
+}
+
+/// Not API: a value read from an Apple Music API resource.
+public protocol _MusicResourceReading {
+    var _resource: _MusicResource { get }
+}
+
+/// Not API: an item type that is one resource: identified by its ID, decoded from it and
+/// encoded to it whole, equal and hashed as it, debug-described as described.
+public protocol _MusicResourceItem: _MusicResourceReading, MusicItem, Codable, Hashable, CustomStringConvertible,
+    CustomDebugStringConvertible {
+    init(_resource: _MusicResource)
+}
+
+extension _MusicResourceItem {
+    public var id: MusicItemID { MusicItemID(_resource.object.id) }
+
+    /// Decodes an Apple Music API resource object (or a library one) of the type's kinds.
+    public init(from decoder: any Decoder) throws {
+        let resource = try ResourceObject(from: decoder)
+        let types = (Self.self as? any ResourceBackedItem.Type)?.resourceTypes ?? []
+        guard types.isEmpty || types.contains(resource.type) || resource.type.isEmpty else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                debugDescription: "expected a resource of type \(types.joined(separator: " or ")), found \"\(resource.type)\""))
+        }
+        self.init(_resource: _MusicResource(resource))
+    }
+
+    public func encode(to encoder: any Encoder) throws { try _resource.object.encode(to: encoder) }
+    public static func == (a: Self, b: Self) -> Bool { a._resource == b._resource }
+    public func hash(into hasher: inout Hasher) { hasher.combine(_resource) }
+    public var debugDescription: String { description }
+}
+
+extension _MusicResourceReading {
+    var resource: ResourceObject { _resource.object }
+}
+
+extension ResourceObject {
+    /// What is shown under a container's title: an album's artist, a playlist's curator.
+    var containerSubtitle: String? {
+        switch type {
+        case "albums", "library-albums": string("artistName") ?? ""
+        case "playlists", "library-playlists": string("curatorName")
+        default: nil
+        }
+    }
+}
+
+/// Not API: an enum whose cases are items of several types, each one resource (search top
+/// results, recently played containers, recommended items): identified, titled, decoded and
+/// encoded as the resource of its case.
+public protocol _MusicResourceUnion: _MusicResourceReading, MusicItem, Codable, CustomStringConvertible,
+    CustomDebugStringConvertible {
+    /// The case for a resource of that type; nil for a type the enum has no case for.
+    init?(_resource: _MusicResource)
+}
+
+extension _MusicResourceUnion {
+    init?(resource: ResourceObject) { self.init(_resource: _MusicResource(resource)) }
+
+    public var id: MusicItemID { MusicItemID(_resource.object.id) }
+    public var title: String { _resource.object.string("name") ?? "" }
+    public var artwork: Artwork? { _resource.object.artwork }
+    public var description: String { "\(Self.self).\(_resource.object.type)(\(title))" }
+    public var debugDescription: String { "\(Self.self).\(_resource.object.type)(id: \"\(id)\", title: \"\(title)\")" }
+
+    public init(from decoder: any Decoder) throws {
+        let resource = try ResourceObject(from: decoder)
+        guard let item = Self(_resource: _MusicResource(resource)) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                debugDescription: "a \(Self.self) cannot be a resource of type \"\(resource.type)\""))
+        }
+        self = item
+    }
+
+    public func encode(to encoder: any Encoder) throws { try _resource.object.encode(to: encoder) }
+}
+
+/// Not API: the attributes songs, music videos, tracks and playlist entries share.
+public protocol _MusicTrackAttributes: _MusicResourceReading {}
+
+extension _MusicTrackAttributes {
+    public var albumTitle: String? { _resource.object.string("albumName") }
+    public var artistName: String { _resource.object.string("artistName") ?? "" }
+    public var artistURL: URL? { _resource.object.url("artistUrl") }
+    public var artwork: Artwork? { _resource.object.artwork }
+    public var contentRating: ContentRating? { _resource.object.contentRating }
+    public var duration: TimeInterval? { _resource.object.duration() }
+    public var editorialNotes: EditorialNotes? { _resource.object.editorialNotes }
+    public var genreNames: [String] { _resource.object.strings("genreNames") ?? [] }
+    public var isrc: String? { _resource.object.string("isrc") }
+    public var lastPlayedDate: Date? { _resource.object.date("lastPlayedDate") }
+    public var libraryAddedDate: Date? { _resource.object.date("dateAdded") }
+    public var playCount: Int? { _resource.object.int("playCount") }
+    public var playParameters: PlayParameters? { _resource.object.playParameters }
+    public var previewAssets: [PreviewAsset]? { _resource.object.previewAssets }
+    public var releaseDate: Date? { _resource.object.date("releaseDate") }
+    public var title: String { _resource.object.string("name") ?? "" }
+    public var url: URL? { _resource.object.url("url") }
+}
+
+/// An item type made from a resource, with the resource types it decodes from.
+protocol ResourceBackedItem: _MusicResourceItem, MusicPropertyContainer, PropertyLoadable {
     /// Resource types this item decodes from, catalog type first ("songs", "library-songs").
     static var resourceTypes: [String] { get }
 }
@@ -80,15 +192,7 @@ protocol ResourceBackedItem: MusicItem, Codable, Hashable, MusicPropertyContaine
 extension ResourceBackedItem {
     static var catalogType: String { resourceTypes[0] }
 
-    /// Decodes an Apple Music API resource object (or a library one).
-    static func decodeResource(from decoder: any Decoder) throws -> ResourceObject {
-        let resource = try ResourceObject(from: decoder)
-        guard resourceTypes.contains(resource.type) || resource.type.isEmpty else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                debugDescription: "expected a resource of type \(resourceTypes.joined(separator: " or ")), found \"\(resource.type)\""))
-        }
-        return resource
-    }
+    init(resource: ResourceObject) { self.init(_resource: _MusicResource(resource)) }
 }
 
 /// An Apple Music API resource object: `id`, `type`, `href`, `attributes`, `relationships`,

@@ -8,20 +8,9 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
     public typealias ID = MusicItemID
     public typealias FilterType = PlaylistFilter
     static let resourceTypes = ["playlists", "library-playlists"]
-    let resource: ResourceObject
-    public let id: MusicItemID
-
-    init(resource: ResourceObject) {
-        self.resource = resource
-        id = MusicItemID(resource.id)
-    }
-
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-    public static func == (a: Playlist, b: Playlist) -> Bool { a.resource == b.resource }
-    public func hash(into hasher: inout Hasher) { hasher.combine(resource) }
+    public let _resource: _MusicResource
+    public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "Playlist(id: \"\(id)\", name: \"\(name)\"\(curatorName.map { ", curatorName: \"\($0)\"" } ?? ""))" }
-    public var debugDescription: String { description }
 
     /// Who makes a playlist.
     public enum Kind: Equatable, Hashable, Sendable, Codable {
@@ -74,7 +63,7 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
     public var tracks: MusicItemCollection<Track>? { resource.related("tracks") }
 
     /// One position of a playlist: a song or a music video.
-    public struct Entry: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
+    public struct Entry: _MusicTrackAttributes, MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
         CustomDebugStringConvertible {
         public typealias ID = MusicItemID
         public typealias LibraryFilter = LibraryPlaylistEntryFilter
@@ -98,6 +87,7 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
         }
 
         public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
+        public var _resource: _MusicResource { _MusicResource(resource) }
         public var description: String { "Playlist.Entry(id: \"\(id)\", title: \"\(title)\", artistName: \"\(artistName)\")" }
         public var debugDescription: String {
             "Playlist.Entry(id: \"\(id)\", position: \(position), title: \"\(title)\", artistName: \"\(artistName)\", "
@@ -105,7 +95,7 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
         }
 
         /// What the entry holds.
-        public enum Item: MusicItem, Equatable, Hashable, Sendable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
+        public enum Item: _MusicTrackAttributes, MusicItem, Equatable, Hashable, Sendable, Codable, CustomStringConvertible, CustomDebugStringConvertible {
             public typealias ID = MusicItemID
             case musicVideo(MusicVideo)
             case song(Song)
@@ -113,8 +103,9 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
             public var id: MusicItemID {
                 switch self { case .song(let song): song.id; case .musicVideo(let video): video.id }
             }
-            var resource: ResourceObject {
-                switch self { case .song(let song): song.resource; case .musicVideo(let video): video.resource }
+            var resource: ResourceObject { _resource.object }
+            public var _resource: _MusicResource {
+                switch self { case .song(let song): song._resource; case .musicVideo(let video): video._resource }
             }
             public var description: String {
                 switch self { case .song(let song): song.description; case .musicVideo(let video): video.description }
@@ -135,23 +126,6 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
                 switch self { case .song(let song): try song.encode(to: encoder); case .musicVideo(let video): try video.encode(to: encoder) }
             }
 
-            public var albumTitle: String? { resource.string("albumName") }
-            public var artistName: String { resource.string("artistName") ?? "" }
-            public var artistURL: URL? { resource.url("artistUrl") }
-            public var artwork: Artwork? { resource.artwork }
-            public var contentRating: ContentRating? { resource.contentRating }
-            public var duration: TimeInterval? { resource.duration() }
-            public var editorialNotes: EditorialNotes? { resource.editorialNotes }
-            public var genreNames: [String] { resource.strings("genreNames") ?? [] }
-            public var isrc: String? { resource.string("isrc") }
-            public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
-            public var libraryAddedDate: Date? { resource.date("dateAdded") }
-            public var playCount: Int? { resource.int("playCount") }
-            public var playParameters: PlayParameters? { resource.playParameters }
-            public var previewAssets: [PreviewAsset]? { resource.previewAssets }
-            public var releaseDate: Date? { resource.date("releaseDate") }
-            public var title: String { resource.string("name") ?? "" }
-            public var url: URL? { resource.url("url") }
         }
 
         public var item: Playlist.Entry.Item? {
@@ -161,23 +135,6 @@ public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSear
             default: nil
             }
         }
-        public var albumTitle: String? { resource.string("albumName") }
-        public var artistName: String { resource.string("artistName") ?? "" }
-        public var artistURL: URL? { resource.url("artistUrl") }
-        public var artwork: Artwork? { resource.artwork }
-        public var contentRating: ContentRating? { resource.contentRating }
-        public var duration: TimeInterval? { resource.duration() }
-        public var editorialNotes: EditorialNotes? { resource.editorialNotes }
-        public var genreNames: [String] { resource.strings("genreNames") ?? [] }
-        public var isrc: String? { resource.string("isrc") }
-        public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
-        public var libraryAddedDate: Date? { resource.date("dateAdded") }
-        public var playCount: Int? { resource.int("playCount") }
-        public var playParameters: PlayParameters? { resource.playParameters }
-        public var previewAssets: [PreviewAsset]? { resource.previewAssets }
-        public var releaseDate: Date? { resource.date("releaseDate") }
-        public var title: String { resource.string("name") ?? "" }
-        public var url: URL? { resource.url("url") }
     }
 }
 
@@ -188,7 +145,7 @@ public protocol PlaylistFilter {
 extension Playlist: PlaylistFilter {}
 
 /// A song or a music video of an album or a playlist.
-public enum Track: MusicItem, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable,
+public enum Track: _MusicTrackAttributes, MusicItem, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable,
     CustomStringConvertible, CustomDebugStringConvertible {
     public typealias ID = MusicItemID
     case musicVideo(MusicVideo)
@@ -196,45 +153,23 @@ public enum Track: MusicItem, ResourceBackedItem, Identifiable, Equatable, Hasha
 
     static let resourceTypes = ["songs", "library-songs", "music-videos", "library-music-videos"]
 
-    init(resource: ResourceObject) {
-        switch resource.type {
-        case "music-videos", "library-music-videos": self = .musicVideo(MusicVideo(resource: resource))
-        default: self = .song(Song(resource: resource))
+    public init(_resource: _MusicResource) {
+        switch _resource.object.type {
+        case "music-videos", "library-music-videos": self = .musicVideo(MusicVideo(_resource: _resource))
+        default: self = .song(Song(_resource: _resource))
         }
     }
 
-    var resource: ResourceObject {
-        switch self { case .song(let song): song.resource; case .musicVideo(let video): video.resource }
+    public var _resource: _MusicResource {
+        switch self { case .song(let song): song._resource; case .musicVideo(let video): video._resource }
     }
 
-    public init(from decoder: any Decoder) throws { self.init(resource: try Self.decodeResource(from: decoder)) }
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-
-    public var id: MusicItemID { MusicItemID(resource.id) }
     public var description: String {
         switch self { case .song(let song): "Track.song(\(song))"; case .musicVideo(let video): "Track.musicVideo(\(video))" }
     }
-    public var debugDescription: String { description }
 
-    public var albumTitle: String? { resource.string("albumName") }
-    public var artistName: String { resource.string("artistName") ?? "" }
-    public var artistURL: URL? { resource.url("artistUrl") }
-    public var artwork: Artwork? { resource.artwork }
-    public var contentRating: ContentRating? { resource.contentRating }
     public var discNumber: Int? { resource.int("discNumber") }
-    public var duration: TimeInterval? { resource.duration() }
-    public var editorialNotes: EditorialNotes? { resource.editorialNotes }
-    public var genreNames: [String] { resource.strings("genreNames") ?? [] }
-    public var isrc: String? { resource.string("isrc") }
-    public var lastPlayedDate: Date? { resource.date("lastPlayedDate") }
-    public var libraryAddedDate: Date? { resource.date("dateAdded") }
-    public var playCount: Int? { resource.int("playCount") }
-    public var playParameters: PlayParameters? { resource.playParameters }
-    public var previewAssets: [PreviewAsset]? { resource.previewAssets }
-    public var releaseDate: Date? { resource.date("releaseDate") }
-    public var title: String { resource.string("name") ?? "" }
     public var trackNumber: Int? { resource.int("trackNumber") }
-    public var url: URL? { resource.url("url") }
     public var workName: String? { resource.string("workName") }
     public var albums: MusicItemCollection<Album>? { resource.related("albums") }
     public var artists: MusicItemCollection<Artist>? { resource.related("artists") }

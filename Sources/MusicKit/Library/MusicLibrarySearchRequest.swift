@@ -110,7 +110,7 @@ public struct MusicLibrarySearchResponse: Equatable, Hashable, Sendable, CustomS
     }
 
     /// One of the best matches, of any type.
-    public enum TopResult: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
+    public enum TopResult: _MusicResourceUnion, MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
         CustomDebugStringConvertible {
         public typealias ID = MusicItemID
         case album(Album)
@@ -119,7 +119,8 @@ public struct MusicLibrarySearchResponse: Equatable, Hashable, Sendable, CustomS
         case playlist(Playlist)
         case song(Song)
 
-        init?(resource: ResourceObject) {
+        public init?(_resource: _MusicResource) {
+            let resource = _resource.object
             switch resource.type {
             case "albums", "library-albums": self = .album(Album(resource: resource))
             case "artists", "library-artists": self = .artist(Artist(resource: resource))
@@ -130,31 +131,14 @@ public struct MusicLibrarySearchResponse: Equatable, Hashable, Sendable, CustomS
             }
         }
 
-        var resource: ResourceObject {
+        public var _resource: _MusicResource {
             switch self {
-            case .album(let item): item.resource
-            case .artist(let item): item.resource
-            case .musicVideo(let item): item.resource
-            case .playlist(let item): item.resource
-            case .song(let item): item.resource
+            case .album(let item): item._resource
+            case .artist(let item): item._resource
+            case .musicVideo(let item): item._resource
+            case .playlist(let item): item._resource
+            case .song(let item): item._resource
             }
         }
-
-        public var id: MusicItemID { MusicItemID(resource.id) }
-        public var title: String { resource.string("name") ?? "" }
-        public var artwork: Artwork? { resource.artwork }
-        public var description: String { "TopResult.\(resource.type)(\(title))" }
-        public var debugDescription: String { "TopResult.\(resource.type)(id: \"\(id)\", title: \"\(title)\")" }
-
-        public init(from decoder: any Decoder) throws {
-            let resource = try ResourceObject(from: decoder)
-            guard let result = TopResult(resource: resource) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                       debugDescription: "a library search result of type \"\(resource.type)\""))
-            }
-            self = result
-        }
-
-        public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
     }
 }

@@ -78,14 +78,15 @@ extension MusicRecentlyPlayedResponse: Encodable where MusicItemType: Encodable 
 }
 
 /// A recently played album, playlist or station.
-public enum RecentlyPlayedMusicItem: MusicItem, MusicRecentlyPlayedRequestable, Identifiable, Equatable, Hashable, Codable,
+public enum RecentlyPlayedMusicItem: _MusicResourceUnion, MusicItem, MusicRecentlyPlayedRequestable, Identifiable, Equatable, Hashable, Codable,
     Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public typealias ID = MusicItemID
     case album(Album)
     case playlist(Playlist)
     case station(Station)
 
-    init?(resource: ResourceObject) {
+    public init?(_resource: _MusicResource) {
+        let resource = _resource.object
         switch resource.type {
         case "albums", "library-albums": self = .album(Album(resource: resource))
         case "playlists", "library-playlists": self = .playlist(Playlist(resource: resource))
@@ -94,36 +95,16 @@ public enum RecentlyPlayedMusicItem: MusicItem, MusicRecentlyPlayedRequestable, 
         }
     }
 
-    private var resource: ResourceObject {
+    public var _resource: _MusicResource {
         switch self {
-        case .album(let album): album.resource
-        case .playlist(let playlist): playlist.resource
-        case .station(let station): station.resource
+        case .album(let album): album._resource
+        case .playlist(let playlist): playlist._resource
+        case .station(let station): station._resource
         }
     }
 
-    public init(from decoder: any Decoder) throws {
-        let resource = try ResourceObject(from: decoder)
-        guard let item = RecentlyPlayedMusicItem(resource: resource) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                debugDescription: "expected an album, a playlist or a station, found \"\(resource.type)\""))
-        }
-        self = item
-    }
-
-    public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
-
-    public var id: MusicItemID { MusicItemID(resource.id) }
-    public var title: String { resource.string("name") ?? "" }
     /// The album's artist, the playlist's curator.
-    public var subtitle: String? {
-        switch self {
-        case .album(let album): album.artistName
-        case .playlist(let playlist): playlist.curatorName
-        case .station: nil
-        }
-    }
-    public var artwork: Artwork? { resource.artwork }
+    public var subtitle: String? { resource.containerSubtitle }
     public var playParameters: PlayParameters? { resource.playParameters }
     public var description: String {
         switch self {
@@ -132,5 +113,4 @@ public enum RecentlyPlayedMusicItem: MusicItem, MusicRecentlyPlayedRequestable, 
         case .station(let station): "RecentlyPlayedMusicItem.station(\(station))"
         }
     }
-    public var debugDescription: String { description }
 }

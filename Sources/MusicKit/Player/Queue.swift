@@ -264,33 +264,21 @@ extension MusicPlayer {
 
                 static let resourceTypes = Track.resourceTypes
 
-                init(resource: ResourceObject) { self.init(track: Track(resource: resource)) }
+                public init(_resource: _MusicResource) { self.init(track: Track(_resource: _resource)) }
 
-                var resource: ResourceObject {
-                    switch self { case .song(let song): song.resource; case .musicVideo(let video): video.resource }
+                public var _resource: _MusicResource {
+                    switch self { case .song(let song): song._resource; case .musicVideo(let video): video._resource }
                 }
 
-                public var id: MusicItemID {
-                    switch self { case .song(let song): song.id; case .musicVideo(let video): video.id }
-                }
                 public var playParameters: PlayParameters? {
                     switch self { case .song(let song): song.playParameters; case .musicVideo(let video): video.playParameters }
                 }
                 public var description: String {
                     switch self { case .song(let song): song.description; case .musicVideo(let video): video.description }
                 }
-                public var debugDescription: String { description }
-
-                public init(from decoder: any Decoder) throws {
-                    self = Item(track: try Track(from: decoder))
-                }
 
                 init(track: Track) {
                     switch track { case .song(let song): self = .song(song); case .musicVideo(let video): self = .musicVideo(video) }
-                }
-
-                public func encode(to encoder: any Encoder) throws {
-                    switch self { case .song(let song): try song.encode(to: encoder); case .musicVideo(let video): try video.encode(to: encoder) }
                 }
             }
 

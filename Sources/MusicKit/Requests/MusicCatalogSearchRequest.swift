@@ -68,7 +68,7 @@ public struct MusicCatalogSearchResponse: Sendable, Equatable, Hashable, Codable
     public internal(set) var topResults: MusicItemCollection<TopResult> = []
 
     /// One of the best matches, of any type.
-    public enum TopResult: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
+    public enum TopResult: _MusicResourceUnion, MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
         CustomDebugStringConvertible {
         public typealias ID = MusicItemID
         case album(Album)
@@ -81,7 +81,8 @@ public struct MusicCatalogSearchResponse: Sendable, Equatable, Hashable, Codable
         case song(Song)
         case station(Station)
 
-        init?(resource: ResourceObject) {
+        public init?(_resource: _MusicResource) {
+            let resource = _resource.object
             switch resource.type {
             case "albums": self = .album(Album(resource: resource))
             case "artists": self = .artist(Artist(resource: resource))
@@ -96,36 +97,19 @@ public struct MusicCatalogSearchResponse: Sendable, Equatable, Hashable, Codable
             }
         }
 
-        var resource: ResourceObject {
+        public var _resource: _MusicResource {
             switch self {
-            case .album(let item): item.resource
-            case .artist(let item): item.resource
-            case .curator(let item): item.resource
-            case .musicVideo(let item): item.resource
-            case .playlist(let item): item.resource
-            case .radioShow(let item): item.resource
-            case .recordLabel(let item): item.resource
-            case .song(let item): item.resource
-            case .station(let item): item.resource
+            case .album(let item): item._resource
+            case .artist(let item): item._resource
+            case .curator(let item): item._resource
+            case .musicVideo(let item): item._resource
+            case .playlist(let item): item._resource
+            case .radioShow(let item): item._resource
+            case .recordLabel(let item): item._resource
+            case .song(let item): item._resource
+            case .station(let item): item._resource
             }
         }
-
-        public var id: MusicItemID { MusicItemID(resource.id) }
-        public var title: String { resource.string("name") ?? "" }
-        public var artwork: Artwork? { resource.artwork }
-        public var description: String { "TopResult.\(resource.type)(\(title))" }
-        public var debugDescription: String { "TopResult.\(resource.type)(id: \"\(id)\", title: \"\(title)\")" }
-
-        public init(from decoder: any Decoder) throws {
-            let resource = try ResourceObject(from: decoder)
-            guard let result = TopResult(resource: resource) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                        debugDescription: "no top result of type \"\(resource.type)\""))
-            }
-            self = result
-        }
-
-        public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
     }
 
     init(results: [String: (items: [ResourceObject], next: String?)]) {

@@ -248,14 +248,15 @@ public struct MusicPersonalRecommendation: MusicItem, Identifiable, Equatable, H
     }
 
     /// One recommended item: an album, a playlist or a station.
-    public enum Item: MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
+    public enum Item: _MusicResourceUnion, MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
         CustomDebugStringConvertible {
         public typealias ID = MusicItemID
         case album(Album)
         case playlist(Playlist)
         case station(Station)
 
-        init?(resource: ResourceObject) {
+        public init?(_resource: _MusicResource) {
+            let resource = _resource.object
             switch resource.type {
             case "albums", "library-albums": self = .album(Album(resource: resource))
             case "playlists", "library-playlists": self = .playlist(Playlist(resource: resource))
@@ -264,38 +265,16 @@ public struct MusicPersonalRecommendation: MusicItem, Identifiable, Equatable, H
             }
         }
 
-        private var resource: ResourceObject {
+        public var _resource: _MusicResource {
             switch self {
-            case .album(let album): album.resource
-            case .playlist(let playlist): playlist.resource
-            case .station(let station): station.resource
+            case .album(let album): album._resource
+            case .playlist(let playlist): playlist._resource
+            case .station(let station): station._resource
             }
         }
 
-        public var id: MusicItemID { MusicItemID(resource.id) }
-        public var title: String { resource.string("name") ?? "" }
         /// The artist of an album, the curator of a playlist.
-        public var subtitle: String? {
-            switch self {
-            case .album(let album): album.artistName
-            case .playlist(let playlist): playlist.curatorName
-            case .station: nil
-            }
-        }
-        public var artwork: Artwork? { resource.artwork }
-        public var description: String { "Item.\(resource.type)(\(title))" }
-        public var debugDescription: String { "MusicPersonalRecommendation.Item.\(resource.type)(id: \"\(id)\", title: \"\(title)\")" }
-
-        public init(from decoder: any Decoder) throws {
-            let resource = try ResourceObject(from: decoder)
-            guard let item = Item(resource: resource) else {
-                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                    debugDescription: "expected an album, a playlist or a station, found \"\(resource.type)\""))
-            }
-            self = item
-        }
-
-        public func encode(to encoder: any Encoder) throws { try resource.encode(to: encoder) }
+        public var subtitle: String? { resource.containerSubtitle }
     }
 }
 
