@@ -126,6 +126,18 @@ final class CatalogRequestTests: XCTestCase {
                        ["Endgame: Singularity Original Soundtrack", "Through Space (gapless excerpt)"])
     }
 
+    /// A property is its item type's: `Song.artists` and `Album.artists` differ as
+    /// `AnyMusicProperty` values; each says what it is.
+    func testPropertiesOfDifferentItemTypesDiffer() {
+        let songArtists: AnyMusicProperty = PartialMusicProperty<Song>.artists
+        let albumArtists: AnyMusicProperty = PartialMusicProperty<Album>.artists
+        XCTAssertNotEqual(songArtists, albumArtists)
+        XCTAssertEqual(songArtists, PartialMusicProperty<Song>.artists as AnyMusicProperty)
+        XCTAssertEqual(Set([songArtists, albumArtists, PartialMusicProperty<Song>.artists]).count, 2)
+        XCTAssertEqual(PartialMusicProperty<Album>.tracks.description, "Album.tracks (relationship to Track)")
+        XCTAssertEqual(PartialMusicProperty<Song>.artistURL.description, "Song.artistURL (extended attribute, URL)")
+    }
+
     func testPlaylistEntriesAndTracks() async throws {
         let search = try await MusicCatalogSearchRequest(term: "heavy rotation", types: [Playlist.self]).response()
         let playlist = try XCTUnwrap(search.playlists.first)

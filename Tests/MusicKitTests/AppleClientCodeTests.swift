@@ -1,0 +1,79 @@
+import Foundation
+import MusicKit  // not @testable: this file sees only the public API, as an app does
+import XCTest
+
+/// Client code written the way Apple's documentation shows it, for the requests added to
+/// match Apple's surface: it must compile against the public API alone, and run.
+final class AppleClientCodeTests: XCTestCase {
+    override func setUpWithError() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-client-\(UUID().uuidString)")
+        MusicKitEnvironment.current = MusicKitEnvironment(root: root, assetsDirectory: MusicKitEnvironment.bundledAssets(),
+                                                          applicationIdentifier: "apple-client-code")
+        try MusicAuthorizationSettings.set(.authorized, for: "apple-client-code")
+        addTeardownBlock { try? FileManager.default.removeItem(at: root) }
+    }
+
+    func testRecommendationsSearchesSectionsAndSuggestionsAsAnAppWritesThem() async throws {
+        // Recommendations.
+        let response = try await MusicPersonalRecommendationsRequest().response()
+        var lines: [String] = []
+        for recommendation in response.recommendations {
+            lines.append("\(recommendation.title ?? "") \(recommendation.reason ?? "") \(recommendation.types.count)")
+            for item in recommendation.items {
+                switch item {
+                case .album(let album): lines.append(album.title)
+                case .playlist(let playlist): lines.append(playlist.name)
+                case .station(let station): lines.append(station.name)
+                }
+                lines.append("\(item.title) \(item.subtitle ?? "") \(item.artwork != nil)")
+            }
+            _ = (recommendation.albums, recommendation.playlists, recommendation.stations, recommendation.nextRefreshDate)
+        }
+        var refresh = MusicPersonalRecommendationsRequest(refreshing: response.recommendations)
+        refresh.limit = 5
+        refresh.offset = 0
+        let refreshed = try await refresh.response()
+        XCTAssertEqual(refreshed.recommendations.map(\.id), response.recommendations.prefix(5).map(\.id))
+
+        // Library search.
+        var search = MusicLibrarySearchRequest(term: "love", types: [Song.self, Album.self, Artist.self, Playlist.self, MusicVideo.self])
+        search.limit = 10
+        search.includeTopResults = true
+        let found = try await search.response()
+        _ = (found.songs, found.albums, found.artists, found.playlists, found.musicVideos, search.types.count, search.term)
+        for result in found.topResults {
+            switch result {
+            case .album, .artist, .musicVideo, .playlist, .song: lines.append("\(result.id) \(result.title)")
+            }
+        }
+
+        // Sections.
+        var sectioned = MusicLibrarySectionedRequest<Artist, Album>()
+        sectioned.sortSections(by: \.name, ascending: true)
+        sectioned.sortItems(by: \.title, ascending: true)
+        sectioned.filterItems(matching: \.title, contains: "a")
+        sectioned.filterSections(text: "x")
+        sectioned.limit = 10
+        sectioned.offset = 0
+        for section in try await sectioned.response().sections {
+            lines.append("\(section.name) \(section.id) \(section.items.count)")
+        }
+        let letters = try await MusicLibrarySectionedRequest<TitledSection, Song>().response().sections.map(\.title)
+        XCTAssertEqual(letters, [], "an empty library has no sections")
+
+        // Suggestions.
+        var suggestions = MusicCatalogSearchSuggestionsRequest(term: "maxst", includingTopResultsOfTypes: [Artist.self, Album.self])
+        suggestions.limit = 5
+        let suggested = try await suggestions.response()
+        XCTAssertEqual(suggested.suggestions.first?.searchTerm, "maxstack")
+        lines += suggested.suggestions.map(\.displayTerm) + suggested.topResults.map(\.title)
+        XCTAssertEqual(suggestions.typesForTopResults.count, 2)
+
+        // Library requests of music videos and tracks, and loading a playlist entry's properties.
+        _ = try await MusicLibraryRequest<MusicVideo>().response().items
+        _ = try await MusicLibraryRequest<Track>().response().items
+        let properties: [PartialMusicAsyncProperty<Playlist.Entry>] = []
+        XCTAssertTrue(properties.isEmpty)
+        XCTAssertEqual(response.recommendations.last?.id, "new-releases", "\(lines)")
+    }
+}
