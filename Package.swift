@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite.
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite.
 import PackageDescription
 
 let package = Package(
@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "MusicKit", targets: ["MusicKit"]),
         .executable(name: "musickit", targets: ["musickit"]),
+        .executable(name: "musickitd", targets: ["musickitd"]),
         .executable(name: "musickit-bench", targets: ["Benchmarks"]),
     ],
     targets: [
@@ -38,6 +39,10 @@ let package = Package(
         .executableTarget(
             name: "musickit",
             dependencies: ["MusicKit", "AudioEngine"]
+        ),
+        .executableTarget(
+            name: "musickitd",
+            dependencies: ["MusicKit"]
         ),
         .executableTarget(
             name: "Benchmarks",

@@ -106,7 +106,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     private let services: PlaybackServices
     /// Engine events are handled here, in order, off the engine's threads.
     private let eventQueue = DispatchQueue(label: "musickit.player.events")
-    private let listeners = EventListeners<Event>()
+    let listeners = EventListeners<Event>()
 
     private enum Intent { case stopped, playing, paused }
 

@@ -91,6 +91,20 @@ public class MusicPlayer: @unchecked Sendable {
             }
         }
 
+        /// Takes modes another process set (the system player's daemon): observers see the change;
+        /// nothing is sent back.
+        func setModesFromElsewhere(repeatMode: RepeatMode, shuffleMode: ShuffleMode) {
+            lock.lock()
+            let (repeatChanged, shuffleChanged) = (_repeatMode != repeatMode, _shuffleMode != shuffleMode)
+            lock.unlock()
+            if repeatChanged {
+                registrar.withMutation(of: self, keyPath: \.repeatMode) { lock.lock(); _repeatMode = repeatMode; lock.unlock() }
+            }
+            if shuffleChanged {
+                registrar.withMutation(of: self, keyPath: \.shuffleMode) { lock.lock(); _shuffleMode = shuffleMode; lock.unlock() }
+            }
+        }
+
         /// 1 while playing, 0 while paused or stopped, the seeking rate (±4) while seeking.
         /// Setting it: 0 pauses, 1 plays, another rate scans through the entry at that many
         /// times real time (negative: backward) until the rate is set to 1 or 0.

@@ -230,9 +230,10 @@ extension MusicPlayer {
             private static let nextSerial = Atomic<UInt64>(1)
 
             init(resource: ResourceObject, container: ResourceObject? = nil, startTime: TimeInterval? = nil,
-                 endTime: TimeInterval? = nil, isTransient: Bool = false, unavailableReason: String? = nil) {
+                 endTime: TimeInterval? = nil, isTransient: Bool = false, unavailableReason: String? = nil, id: String? = nil) {
                 serial = Entry.nextSerial.add(1, ordering: .relaxed).oldValue
-                id = String(format: "E%08llX", serial)
+                // An entry another process made keeps that process's ID (the system player's).
+                self.id = id ?? String(format: "E%08llX", serial)
                 self.resource = resource
                 self.container = container
                 self.startTime = startTime
@@ -357,6 +358,9 @@ final class QueueContents: @unchecked Sendable {
     }
 
     func copy() -> QueueContents { lock.withLock { QueueContents(segments: segments) } }
+
+    /// The segments as they are (the system player sends and keeps a queue this way).
+    var segmentsForWire: [Segment] { lock.withLock { segments } }
 
     var count: Int { lock.withLock { segments.reduce(0) { $0 + $1.count } } }
 

@@ -1,0 +1,431 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The system's music player, as in Apple's MusicKit: one player for the whole session that
+/// every app controls and observes, and that keeps playing when the app quits. On Linux it is
+/// the per-user daemon `musickitd`, started by the first call that needs it; this class is its
+/// client.
+///
+/// ```swift
+/// let player = SystemMusicPlayer.shared
+/// player.queue = [album]              // the daemon loads the tracks
+/// try await player.play()
+/// player.queue.currentEntry?.title    // only the current entry is known to an app, as on iOS
+/// ```
+///
+/// State and the current entry are observable (`withObservationTracking`): they change when the
+/// daemon says so, whichever process caused it. Requests that throw in Apple's API throw here
+/// when the daemon cannot be reached or refuses; the others (`pause()`, `stop()`, setting
+/// `playbackTime`) are sent without waiting.
+///
+/// Thread safety: every member may be used from any thread.
+public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
+    // @unchecked: mutable state is in `mirror` (a Mutex); the connection locks its own.
+
+    public static let shared = SystemMusicPlayer(environment: nil)
+
+    private let connection: SystemPlayerConnection
+    private let mirrorQueue = SystemPlayerQueue()
+
+    /// What the daemon said last.
+    private struct Mirror {
+        var time: TimeInterval = 0
+        var at: TimeInterval = 0
+        var rate: Double = 0
+        var prepared = false
+    }
+    private let mirror = Mutex(Mirror())
+
+    /// A player for the daemon of `environment` (nil: `MusicKitEnvironment.current` when it
+    /// first connects).
+    init(environment: MusicKitEnvironment?) {
+        connection = SystemPlayerConnection(environment: environment)
+        super.init()
+        mirrorQueue.player = self
+        connection.onState = { [weak self] state in self?.apply(state) }
+        state.onModeChange = { [weak self] in self?.modesChanged() }
+        state.onRateChange = { [weak self] rate in self?.send("rate", ["rate": Double(rate)]) }
+        // Observers of `state` see the system's playback from the start: connect (starting the
+        // daemon if needed) right away, off the caller's thread.
+        let connection = self.connection
+        Thread.detachNewThread { connection.ensureConnected() }
+    }
+
+    /// The system player's queue. Only its current entry can be read, as on Apple's platforms;
+    /// setting it replaces what the system player plays (stopped, ready to play from the new
+    /// queue's current entry).
+    public var queue: MusicPlayer.Queue {
+        get {
+            connection.ensureConnected()
+            return mirrorQueue
+        }
+        set {
+            let (contents, currentID) = newValue.snapshot
+            var args: [String: Any] = ["parts": SystemPlayerWire.parts(of: contents)]
+            if let currentID, let index = contents.index(ofEntryID: currentID) { args["start"] = index }
+            send("setQueue", args)
+        }
+    }
+
+    // MARK: - Transport
+
+    public override var isPreparedToPlay: Bool {
+        connection.ensureConnected()
+        return mirror.withLock { $0.prepared }
+    }
+
+    public override func play() async throws { try await request("play") }
+    public override func prepareToPlay() async throws { try await request("prepare") }
+    public override func pause() { send("pause") }
+    public override func stop() { send("stop") }
+    public override func skipToNextEntry() async throws { try await request("next") }
+    public override func skipToPreviousEntry() async throws { try await request("previous") }
+    public override func restartCurrentEntry() { send("restart") }
+    public override func beginSeekingForward() { send("beginSeekingForward") }
+    public override func beginSeekingBackward() { send("beginSeekingBackward") }
+    public override func endSeeking() { send("endSeeking") }
+
+    /// Seconds into the current entry: the daemon's last word, moved on by the time since at the
+    /// playback rate. Setting it seeks.
+    public override var playbackTime: TimeInterval {
+        get {
+            connection.ensureConnected()
+            let mirror = mirror.withLock { $0 }
+            return max(0, mirror.time + (Date().timeIntervalSince1970 - mirror.at) * mirror.rate)
+        }
+        set { send("seek", ["time": max(0, newValue)]) }
+    }
+
+    // MARK: - The daemon (the CLI's `musickit daemon`, tests)
+
+    /// The daemon's process ID (it is started if none runs).
+    func daemonProcessID() throws -> pid_t {
+        let reply = try connection.call("hello", ["subscribe": true])
+        return pid_t((reply["result"] as? [String: Any])?["pid"] as? Int ?? 0)
+    }
+
+    /// Asks the daemon to save its state and exit.
+    func stopDaemon() throws {
+        try connection.call("shutdown")
+    }
+
+    // MARK: - Talking to the daemon
+
+    private func request(_ op: String, _ args: [String: Any] = [:]) async throws {
+        let connection = self.connection
+        nonisolated(unsafe) let args = args
+        try await Task.detached { _ = try connection.call(op, args) }.value
+    }
+
+    /// Sends without waiting for the answer (it still updates the state when it comes).
+    private func send(_ op: String, _ args: [String: Any] = [:]) {
+        connection.post(op, args)
+    }
+
+    /// The queue's inserts go to the daemon.
+    fileprivate func insert(_ contents: QueueContents, position: MusicPlayer.Queue.EntryInsertionPosition) async throws {
+        try await request("insert", ["parts": SystemPlayerWire.parts(of: contents),
+                                     "position": position == .tail ? "tail" : "next"])
+    }
+
+    private func modesChanged() {
+        send("modes", ["repeat": SystemPlayerWire.name(of: state.repeatMode ?? .none),
+                       "shuffle": state.shuffleMode == .songs ? "songs" : "off"])
+    }
+
+    /// Takes the daemon's state into the observable state and the queue's current entry.
+    private func apply(_ object: [String: Any]) {
+        let rate = object["rate"] as? Double ?? 0
+        mirror.withLock { mirror in
+            mirror.time = object["time"] as? Double ?? 0
+            mirror.at = object["at"] as? Double ?? Date().timeIntervalSince1970
+            mirror.rate = rate
+            mirror.prepared = object["prepared"] as? Bool ?? false
+        }
+        state.setModesFromElsewhere(repeatMode: SystemPlayerWire.repeatMode(object["repeat"] as? String ?? "none"),
+                                    shuffleMode: object["shuffle"] as? String == "songs" ? .songs : .off)
+        let variant: AudioVariant? = switch object["variant"] as? String {
+        case "lossless": .lossless
+        case "lossyStereo": .lossyStereo
+        default: nil
+        }
+        state.setAudioVariant(variant)
+        state.setPlaybackStatus(SystemPlayerWire.status(object["status"] as? String ?? "stopped"), rate: Float(rate))
+        let entry = (object["entry"] as? [String: Any]).flatMap { current -> MusicPlayer.Queue.Entry? in
+            guard let id = current["id"] as? String, let resource = SystemPlayerWire.resource(current["resource"]) else { return nil }
+            return MusicPlayer.Queue.Entry(resource: resource, startTime: current["start"] as? Double,
+                                           endTime: current["end"] as? Double, id: id)
+        }
+        mirrorQueue.showCurrent(entry)
+    }
+}
+
+/// The system player's queue as an app sees it: the current entry only. Inserting sends the
+/// items to the daemon.
+final class SystemPlayerQueue: MusicPlayer.Queue, @unchecked Sendable {
+    // @unchecked: `player` is set once, right after init.
+    weak var player: SystemMusicPlayer?
+
+    init() {
+        super.init(items: [])
+    }
+
+    required init<S: Sequence, PlayableMusicItemType: PlayableMusicItem>(
+        for playableItems: S, startingAt startPlayableItem: S.Element? = nil
+    ) where S.Element == PlayableMusicItemType {
+        super.init(for: playableItems, startingAt: startPlayableItem)
+    }
+
+    required init<S: Sequence>(_ entries: S, startingAt startEntry: S.Element? = nil) where S.Element == Entry {
+        super.init(entries, startingAt: startEntry)
+    }
+
+    required init(album: Album, startingAt startTrack: Track) {
+        super.init(album: album, startingAt: startTrack)
+    }
+
+    required init(playlist: Playlist, startingAt startPlaylistEntry: Playlist.Entry) {
+        super.init(playlist: playlist, startingAt: startPlaylistEntry)
+    }
+
+    required convenience init(arrayLiteral elements: any PlayableMusicItem...) {
+        self.init(items: elements)
+    }
+
+    override init(items: [any PlayableMusicItem], startingAt startIndex: Int? = nil) {
+        super.init(items: items, startingAt: startIndex)
+    }
+
+    /// Shows `entry` as the current one (what the daemon plays).
+    func showCurrent(_ entry: Entry?) {
+        guard entry != snapshot.contents.entry(at: 0) || entry?.id != currentEntryID else { return }
+        replaceContents(QueueContents(entries: entry.map { [$0] } ?? []))
+        setCurrentEntryID(entry?.id)
+    }
+
+    override func insert(_ entry: Entry, position: EntryInsertionPosition) async throws {
+        try await player?.insert(QueueContents(entries: [entry.owned()]), position: position)
+    }
+
+    override func insert<PlayableMusicItemType: PlayableMusicItem>(_ playableItem: PlayableMusicItemType,
+                                                                  position: EntryInsertionPosition) async throws {
+        try await player?.insert(QueueContents(parts: [QueueContents.part(for: playableItem)]), position: position)
+    }
+
+    override func insert<S: Sequence, PlayableMusicItemType: PlayableMusicItem>(
+        _ playableItems: S, position: EntryInsertionPosition
+    ) async throws where S.Element == PlayableMusicItemType {
+        try await player?.insert(QueueContents(parts: playableItems.map { QueueContents.part(for: $0) }), position: position)
+    }
+
+    override func insert<S: Sequence>(_ entries: S, position: EntryInsertionPosition) async throws where S.Element == Entry {
+        try await player?.insert(QueueContents(entries: entries.map { $0.owned() }), position: position)
+    }
+}
+
+/// The connection to the daemon: made on first use, the daemon started when none answers;
+/// a reader thread takes the answers (matched to the waiting calls) and the state events.
+final class SystemPlayerConnection: @unchecked Sendable {
+    // @unchecked: mutable state is in `state` (a Mutex); writes are serialized by `writeLock`.
+    private let fixedEnvironment: MusicKitEnvironment?
+    private let writeLock = NSLock()
+    var onState: (@Sendable ([String: Any]) -> Void)?
+
+    /// A message received, handed between threads (JSON values only).
+    struct Message: @unchecked Sendable {
+        let object: [String: Any]
+    }
+    typealias Answer = @Sendable (Result<Message, any Error>) -> Void
+
+    private struct State {
+        var descriptor: Int32 = -1
+        var nextID = 1
+        var waiting: [Int: Answer] = [:]
+    }
+    private let state = Mutex(State())
+
+    init(environment: MusicKitEnvironment?) {
+        fixedEnvironment = environment
+    }
+
+    private var environment: MusicKitEnvironment { fixedEnvironment ?? .current }
+
+    /// Connects (and subscribes to the state) if not connected; a failure is left for the next call.
+    func ensureConnected() {
+        _ = try? connectedDescriptor()
+    }
+
+    /// Sends `op` and waits for its answer; throws the daemon's error.
+    @discardableResult
+    func call(_ op: String, _ args: [String: Any] = [:]) throws -> [String: Any] {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Message, any Error>?>(nil)
+        try send(op, args) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        let reply = try outcome.withLock { $0! }.get().object
+        if reply["ok"] as? Bool != true {
+            throw SystemMusicPlayerError(reason: reply["error"] as? String ?? "the system player refused \(op)")
+        }
+        return reply
+    }
+
+    /// Sends `op` without waiting; a failure to reach the daemon is dropped.
+    func post(_ op: String, _ args: [String: Any]) {
+        try? send(op, args) { _ in }
+    }
+
+    private func send(_ op: String, _ args: [String: Any], answer: @escaping Answer) throws {
+        let descriptor = try connectedDescriptor()
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            state.waiting[state.nextID] = answer
+            return state.nextID
+        }
+        do {
+            try writeLock.withLock { try SystemPlayerWire.send(["id": id, "op": op, "args": args], on: descriptor) }
+        } catch {
+            _ = state.withLock { $0.waiting.removeValue(forKey: id) }
+            disconnect(descriptor, error)
+            throw error
+        }
+    }
+
+    /// The connected socket: connects, starting the daemon when none listens.
+    private func connectedDescriptor() throws -> Int32 {
+        if let descriptor = state.withLock({ $0.descriptor >= 0 ? $0.descriptor : nil }) { return descriptor }
+        let environment = self.environment
+        let path = SystemPlayerWire.socketURL(environment).path
+        let descriptor: Int32
+        if let connected = try? SystemPlayerWire.connect(to: path) {
+            descriptor = connected
+        } else {
+            try SystemPlayerDaemon.start(environment)
+            descriptor = try SystemPlayerDaemon.waitForSocket(path)
+        }
+        let (installed, kept) = state.withLock { state -> (Int32, Bool) in
+            if state.descriptor >= 0 { return (state.descriptor, false) }
+            state.descriptor = descriptor
+            return (descriptor, true)
+        }
+        guard kept else {
+            close(descriptor)
+            return installed
+        }
+        let reader = Thread { [weak self] in self?.read(descriptor) }
+        reader.name = "musickit.system-player"
+        reader.start()
+        // Subscribe, and take the state once before anything is read from the mirror.
+        let done = DispatchSemaphore(value: 0)
+        try send("hello", ["subscribe": true]) { _ in done.signal() }
+        done.wait()
+        return descriptor
+    }
+
+    private func read(_ descriptor: Int32) {
+        while true {
+            do {
+                guard let message = try SystemPlayerWire.receive(on: descriptor) else {
+                    throw SystemMusicPlayerError(reason: "the system player (musickitd) closed the connection")
+                }
+                if let state = message["state"] as? [String: Any] { onState?(state) }
+                if let id = message["id"] as? Int, let answer = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
+                    answer(.success(Message(object: message)))
+                }
+            } catch {
+                disconnect(descriptor, error)
+                return
+            }
+        }
+    }
+
+    /// Forgets the connection; the calls waiting get `error`; the next call connects again.
+    private func disconnect(_ descriptor: Int32, _ error: any Error) {
+        let waiting = state.withLock { state -> [Answer] in
+            guard state.descriptor == descriptor else { return [] }
+            state.descriptor = -1
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        for answer in waiting { answer(.failure(error)) }
+    }
+}
+
+/// Why the system player could not do what was asked (Linux addition: Apple's reports its
+/// own errors).
+public struct SystemMusicPlayerError: Error, CustomStringConvertible, LocalizedError, Sendable {
+    public let reason: String
+    public var description: String { reason }
+    public var errorDescription: String? { reason }
+}
+
+/// Starting the daemon.
+enum SystemPlayerDaemon {
+    /// The daemon's executable: `MUSICKITD` when set, else `musickitd` beside this process's
+    /// executable (a build folder, an install's bin), else on `PATH`.
+    static func executable() -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["MUSICKITD"], !path.isEmpty { return path }
+        let beside = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("musickitd").path
+        if access(beside, X_OK) == 0 { return beside }
+        for directory in (environment["PATH"] ?? "/usr/local/bin:/usr/bin").split(separator: ":") {
+            let candidate = "\(directory)/musickitd"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    /// Starts `musickitd` in its own session, for `environment`'s folders, its output in
+    /// `musickitd.log` in the runtime folder.
+    static func start(_ environment: MusicKitEnvironment) throws {
+        guard let executable = executable() else {
+            throw SystemMusicPlayerError(reason: "the system player's daemon (musickitd) was not found beside this program "
+                                         + "or on PATH; set MUSICKITD to its path")
+        }
+        try PrivateFiles.ensureDirectory(environment.runtimeDirectory)
+        var variables = ProcessInfo.processInfo.environment
+        variables["MUSICKIT_CONFIG_DIR"] = environment.configDirectory.path
+        variables["MUSICKIT_DATA_DIR"] = environment.dataDirectory.path
+        variables["MUSICKIT_RUNTIME_DIR"] = environment.runtimeDirectory.path
+        if let assets = environment.assetsDirectory { variables["MUSICKIT_ASSETS"] = assets.path }
+        let log = environment.runtimeDirectory.appendingPathComponent("musickitd.log").path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, 0x80)  // POSIX_SPAWN_SETSID (glibc; not exported to Swift)
+        let arguments = [executable]
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard status == 0 else {
+            throw SystemMusicPlayerError(reason: "could not start \(executable): \(String(cString: strerror(status)))")
+        }
+        // Reap it if it exits at once (another daemon won the lock); it is not our child to wait for otherwise.
+        let child = pid
+        Thread.detachNewThread { var code: Int32 = 0; waitpid(child, &code, 0) }
+    }
+
+    /// Connects once the daemon listens (up to 5 s).
+    static func waitForSocket(_ path: String) throws -> Int32 {
+        let deadline = Date().addingTimeInterval(5)
+        var lastError: any Error = SystemMusicPlayerError(reason: "no answer")
+        while Date() < deadline {
+            do { return try SystemPlayerWire.connect(to: path) } catch { lastError = error }
+            usleep(5_000)
+        }
+        throw SystemMusicPlayerError(reason: "the system player (musickitd) did not start listening on \(path): \(lastError)")
+    }
+}

@@ -1,0 +1,343 @@
+import AudioEngine
+import Foundation
+import Glibc
+import Synchronization
+
+/// The system player's daemon (`musickitd`): one `ApplicationMusicPlayer` that every process of
+/// the user controls through a Unix socket in the runtime directory, that keeps playing when they
+/// are gone, and that keeps its queue, current entry, position and modes in a state file so that
+/// `play` resumes where it stopped after a restart.
+///
+/// One per runtime directory: it holds an exclusive lock on `musickitd.lock` while it runs (a
+/// second one exits at once). The socket is 0600 in a 0700 folder, and a peer whose uid is not
+/// the daemon's is refused (`SO_PEERCRED`). Each connection is served on its own thread; a peer
+/// that sends something that is not a message of this protocol gets an error and is dropped,
+/// while playback goes on.
+package final class SystemPlayerServer: @unchecked Sendable {
+    // @unchecked: mutable state is in `clients` (a Mutex); the player is thread-safe.
+    private let environment: MusicKitEnvironment
+    private let player: ApplicationMusicPlayer
+    private let stateURL: URL
+    private let clients = Mutex<[UInt64: Client]>([:])
+    private let nextClientID = Atomic<UInt64>(1)
+    private let persistQueue = DispatchQueue(label: "musickitd.persist")
+    private var listener: Int32 = -1
+    private var lockDescriptor: Int32 = -1
+    private var positionTimer: DispatchSourceTimer?
+
+    /// One connected peer.
+    private final class Client: @unchecked Sendable {
+        // @unchecked: writes are serialized by `writeLock`; `subscribed` is set once, before events.
+        let descriptor: Int32
+        let writeLock = NSLock()
+        var subscribed = false
+
+        init(descriptor: Int32) { self.descriptor = descriptor }
+
+        /// Sends or, when the peer is gone, does nothing (its thread notices and closes).
+        func send(_ message: [String: Any]) {
+            writeLock.withLock { try? SystemPlayerWire.send(message, on: descriptor) }
+        }
+    }
+
+    package init(environment: MusicKitEnvironment = .current) {
+        self.environment = environment
+        player = ApplicationMusicPlayer(engineConfiguration: ApplicationMusicPlayer.defaultEngineConfiguration)
+        stateURL = environment.dataDirectory.appendingPathComponent("system-player.json")
+    }
+
+    /// Takes the lock and the socket, restores the saved state and serves until SIGTERM/SIGINT
+    /// or a `shutdown` request. Returns false (at once) when another daemon holds the lock.
+    package func run() throws -> Bool {
+        try PrivateFiles.ensureDirectory(environment.runtimeDirectory)
+        lockDescriptor = open(SystemPlayerWire.lockURL(environment).path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lockDescriptor >= 0 else { throw SystemPlayerWireError(description: "lock: \(String(cString: strerror(errno)))") }
+        guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+        let path = SystemPlayerWire.socketURL(environment).path
+        unlink(path)  // a socket left by a daemon that died: the lock says none runs
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = try SystemPlayerWire.address(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, listen(listener, 128) == 0 else {
+            throw SystemPlayerWireError(description: "\(path): \(String(cString: strerror(errno)))")
+        }
+        restore()
+        player.listeners.add { [weak self] event in self?.playerEvent(event) }
+        startPositionTimer()
+        installSignalHandlers()
+        log("musickitd \(getpid()) serving \(path) (audio device: \(player.engineConfiguration.deviceName))")
+        while true {
+            let descriptor = accept(listener, nil, nil)
+            if descriptor < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EBADF || errno == EINVAL { return true }  // closed by shutdown
+                log("accept: \(String(cString: strerror(errno)))")
+                continue
+            }
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            guard peerIsThisUser(descriptor) else {
+                log("refused a connection from another user")
+                close(descriptor)
+                continue
+            }
+            let client = Client(descriptor: descriptor)
+            let id = nextClientID.add(1, ordering: .relaxed).oldValue
+            clients.withLock { $0[id] = client }
+            let thread = Thread { [weak self] in
+                self?.serve(client)
+                self?.clients.withLock { _ = $0.removeValue(forKey: id) }
+                close(descriptor)
+            }
+            thread.name = "musickitd.client"
+            thread.start()
+        }
+    }
+
+    private func peerIsThisUser(_ descriptor: Int32) -> Bool {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
+        return credentials.uid == getuid()
+    }
+
+    private func log(_ text: String) {
+        FileHandle.standardError.write(Data("\(ISO8601DateFormatter().string(from: Date())) \(text)\n".utf8))
+    }
+
+    // MARK: - Requests
+
+    private func serve(_ client: Client) {
+        while true {
+            let message: [String: Any]
+            do {
+                guard let received = try SystemPlayerWire.receive(on: client.descriptor) else { return }
+                message = received
+            } catch {
+                // Not a message of this protocol: say so (if the peer still listens) and drop it.
+                client.send(["ok": false, "error": "\(error)"])
+                return
+            }
+            let id = message["id"] as? Int ?? 0
+            do {
+                let result = try handle(message, from: client)
+                var reply: [String: Any] = ["id": id, "ok": true, "state": snapshot()]
+                if let result { reply["result"] = result }
+                client.send(reply)
+            } catch {
+                client.send(["id": id, "ok": false, "error": "\(error)", "state": snapshot()])
+            }
+            if message["op"] as? String == "shutdown" { shutdown() }
+        }
+    }
+
+    /// Carries out one request; returns a result for the ones that have one.
+    private func handle(_ message: [String: Any], from client: Client) throws -> Any? {
+        guard let op = message["op"] as? String else { throw SystemPlayerWireError(description: "a request without \"op\"") }
+        let args = message["args"] as? [String: Any] ?? [:]
+        defer { if op != "hello" && op != "state" { changed() } }
+        switch op {
+        case "hello":
+            client.subscribed = args["subscribe"] as? Bool ?? false
+            return ["pid": Int(getpid()), "version": SystemPlayerWire.version]
+        case "state", "shutdown":
+            break
+        case "setQueue":
+            let contents = try SystemPlayerWire.contents(from: args["parts"] as? [[String: Any]] ?? [])
+            let queue = ApplicationMusicPlayer.Queue(items: [])
+            queue.replaceContents(contents)
+            if let start = args["start"] as? Int, let entry = contents.entry(at: start) { queue.setCurrentEntryID(entry.id) }
+            player.queue = queue
+        case "insert":
+            let contents = try SystemPlayerWire.contents(from: args["parts"] as? [[String: Any]] ?? [])
+            let entries = contents.entries(in: 0..<contents.count)
+            let position: MusicPlayer.Queue.EntryInsertionPosition = args["position"] as? String == "tail" ? .tail : .afterCurrentEntry
+            try waitFor { [player] in try await player.queue.insert(entries, position: position) }
+        case "play": try waitFor { [player] in try await player.play() }
+        case "prepare": try waitFor { [player] in try await player.prepareToPlay() }
+        case "pause": player.pause()
+        case "stop": player.stop()
+        case "next": try waitFor { [player] in try await player.skipToNextEntry() }
+        case "previous": try waitFor { [player] in try await player.skipToPreviousEntry() }
+        case "restart": player.restartCurrentEntry()
+        case "seek":
+            guard let time = args["time"] as? Double else { throw SystemPlayerWireError(description: "seek without a time") }
+            player.playbackTime = time
+        case "beginSeekingForward": player.beginSeekingForward()
+        case "beginSeekingBackward": player.beginSeekingBackward()
+        case "endSeeking": player.endSeeking()
+        case "rate":
+            player.state.playbackRate = Float(args["rate"] as? Double ?? 1)
+        case "modes":
+            if let mode = args["repeat"] as? String { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
+            if let mode = args["shuffle"] as? String { player.state.shuffleMode = mode == "songs" ? .songs : .off }
+        default:
+            throw SystemPlayerWireError(description: "unknown request \"\(op)\"")
+        }
+        return nil
+    }
+
+    // MARK: - State
+
+    /// What every client sees: the status, modes, the current entry and the position.
+    private func snapshot() -> [String: Any] {
+        let state = player.state
+        var object: [String: Any] = [
+            "status": SystemPlayerWire.name(of: state.playbackStatus),
+            "rate": Double(state.playbackRate),
+            "repeat": SystemPlayerWire.name(of: state.repeatMode ?? .none),
+            "shuffle": state.shuffleMode == .songs ? "songs" : "off",
+            "time": player.playbackTime,
+            "at": Date().timeIntervalSince1970,
+            "count": player.queue.snapshot.contents.count,
+            "prepared": player.isPreparedToPlay,
+        ]
+        if let entry = player.queue.currentEntry {
+            var current: [String: Any] = ["id": entry.id, "resource": SystemPlayerWire.object(entry.resource)]
+            if let start = entry.startTime { current["start"] = start }
+            if let end = entry.endTime { current["end"] = end }
+            object["entry"] = current
+        }
+        if let variant = state.audioVariant { object["variant"] = variant == .lossless ? "lossless" : "lossyStereo" }
+        return object
+    }
+
+    /// Tells the subscribed clients and saves the state.
+    private func changed(event: String? = nil, detail: String? = nil) {
+        var message: [String: Any] = ["event": event ?? "state", "state": snapshot()]
+        if let detail { message["detail"] = detail }
+        for client in clients.withLock({ Array($0.values) }) where client.subscribed { client.send(message) }
+        persist()
+    }
+
+    private func playerEvent(_ event: ApplicationMusicPlayer.Event) {
+        switch event {
+        case .entryStarted: changed()
+        case .entryFailed(let entry, let reason): changed(event: "entryFailed", detail: "\(entry?.title ?? "an entry"): \(reason)")
+        case .queueFinished: changed(event: "queueFinished")
+        case .interrupted(let reason): changed(event: "interrupted", detail: reason)
+        case .historyNotRecorded(_, let reason): log(reason)
+        }
+    }
+
+    private func startPositionTimer() {
+        // The position is saved every few seconds while playing, so a daemon killed outright
+        // resumes close to where it was.
+        let timer = DispatchSource.makeTimerSource(queue: persistQueue)
+        timer.schedule(deadline: .now() + 5, repeating: 5)
+        timer.setEventHandler { [weak self] in
+            guard let self, player.state.playbackStatus == .playing else { return }
+            writeState()
+        }
+        timer.resume()
+        positionTimer = timer
+    }
+
+    private func persist() {
+        persistQueue.async { [weak self] in self?.writeState() }
+    }
+
+    /// Writes the queue, the current entry, the position and the modes (atomically).
+    private func writeState() {
+        let (contents, currentID) = player.queue.snapshot
+        var object: [String: Any] = [
+            "version": 1,
+            "parts": SystemPlayerWire.parts(of: contents),
+            "time": player.playbackTime,
+            "repeat": SystemPlayerWire.name(of: player.state.repeatMode ?? .none),
+            "shuffle": player.state.shuffleMode == .songs ? "songs" : "off",
+        ]
+        if let currentID, let index = contents.index(ofEntryID: currentID) { object["current"] = index }
+        do {
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            try PrivateFiles.ensureDirectory(stateURL.deletingLastPathComponent())
+            try PrivateFiles.writeAtomically(data, to: stateURL)
+        } catch {
+            log("could not save the player's state in \(stateURL.path): \(error)")
+        }
+    }
+
+    /// Puts back the saved queue, current entry, position and modes (stopped: `play` resumes).
+    private func restore() {
+        guard let data = try? Data(contentsOf: stateURL) else { return }
+        do {
+            guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  let parts = object["parts"] as? [[String: Any]] else {
+                throw SystemPlayerWireError(description: "not a state file")
+            }
+            let contents = try SystemPlayerWire.contents(from: parts)
+            let queue = ApplicationMusicPlayer.Queue(items: [])
+            queue.replaceContents(contents)
+            if let index = object["current"] as? Int, let entry = contents.entry(at: index) { queue.setCurrentEntryID(entry.id) }
+            player.queue = queue
+            if let mode = object["repeat"] as? String { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
+            if let mode = object["shuffle"] as? String { player.state.shuffleMode = mode == "songs" ? .songs : .off }
+            if let time = object["time"] as? Double, time > 0 { player.playbackTime = time }
+            log("restored \(contents.count) entries from \(stateURL.path)")
+        } catch {
+            log("could not restore the player's state from \(stateURL.path): \(error); starting empty")
+        }
+    }
+
+    // MARK: - Ending
+
+    private func installSignalHandlers() {
+        for signal in [SIGTERM, SIGINT] {
+            Glibc.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler { [weak self] in self?.shutdown() }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+    private var signalSources: [DispatchSourceSignal] = []
+
+    /// Saves the state, stops playing, removes the socket and exits.
+    private func shutdown() {
+        persistQueue.sync { writeState() }
+        player.stop()
+        unlink(SystemPlayerWire.socketURL(environment).path)
+        log("musickitd \(getpid()) stopped")
+        exit(0)
+    }
+}
+
+/// `struct ucred` (Glibc's module leaves it out without _GNU_SOURCE): what SO_PEERCRED fills in.
+private struct PeerCredentials {
+    var pid: pid_t = 0
+    var uid: uid_t = 0
+    var gid: gid_t = 0
+}
+
+extension SystemPlayerWire {
+    static func name(of status: MusicPlayer.PlaybackStatus) -> String {
+        switch status {
+        case .interrupted: "interrupted"
+        case .paused: "paused"
+        case .playing: "playing"
+        case .seekingBackward: "seekingBackward"
+        case .seekingForward: "seekingForward"
+        case .stopped: "stopped"
+        }
+    }
+
+    static func status(_ name: String) -> MusicPlayer.PlaybackStatus {
+        switch name {
+        case "interrupted": .interrupted
+        case "paused": .paused
+        case "playing": .playing
+        case "seekingBackward": .seekingBackward
+        case "seekingForward": .seekingForward
+        default: .stopped
+        }
+    }
+
+    static func name(of mode: MusicPlayer.RepeatMode) -> String {
+        switch mode { case .all: "all"; case .none: "none"; case .one: "one" }
+    }
+
+    static func repeatMode(_ name: String) -> MusicPlayer.RepeatMode {
+        switch name { case "all": .all; case "one": .one; default: .none }
+    }
+}

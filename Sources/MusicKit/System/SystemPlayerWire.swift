@@ -1,0 +1,180 @@
+import Foundation
+import Glibc
+
+// The system player's wire: a Unix stream socket in the runtime directory, messages framed as
+// a 4-byte big-endian length and that many bytes of JSON (at most `maximumMessageBytes`),
+// every message carrying the protocol version. Used by `SystemMusicPlayer` (the client) and by
+// `SystemPlayerServer` (in musickitd).
+
+/// A framing or transport failure on the system player's socket.
+struct SystemPlayerWireError: Error, CustomStringConvertible {
+    let description: String
+}
+
+enum SystemPlayerWire {
+    /// The protocol version; a peer speaking another one is answered with an error.
+    static let version = 1
+    /// Messages longer than this are refused (the connection is dropped).
+    static let maximumMessageBytes = 4 << 20
+
+    /// The socket's path in `runtimeDirectory`.
+    static func socketURL(_ environment: MusicKitEnvironment) -> URL {
+        environment.runtimeDirectory.appendingPathComponent("player.sock")
+    }
+
+    /// The file the daemon locks while it runs (one daemon per runtime directory).
+    static func lockURL(_ environment: MusicKitEnvironment) -> URL {
+        environment.runtimeDirectory.appendingPathComponent("musickitd.lock")
+    }
+
+    static func address(_ path: String) throws -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SystemPlayerWireError(description: "socket path too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: bytes)
+            buffer[bytes.count] = 0
+        }
+        return address
+    }
+
+    /// A connected socket to `path`; throws with errno's text when nothing listens there.
+    static func connect(to path: String) throws -> Int32 {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw SystemPlayerWireError(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = try address(path)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(descriptor)
+            throw SystemPlayerWireError(description: "\(path): \(reason)")
+        }
+        return descriptor
+    }
+
+    /// Writes one framed message.
+    static func send(_ object: [String: Any], on descriptor: Int32) throws {
+        var message = object
+        message["v"] = version
+        let body = try JSONSerialization.data(withJSONObject: message, options: [.sortedKeys])
+        guard body.count <= maximumMessageBytes else { throw SystemPlayerWireError(description: "message of \(body.count) bytes is too long") }
+        var length = UInt32(body.count).bigEndian
+        var frame = Data(bytes: &length, count: 4)
+        frame.append(body)
+        try frame.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw SystemPlayerWireError(description: "send: \(String(cString: strerror(errno)))")
+                }
+                offset += written
+            }
+        }
+    }
+
+    /// Reads one framed message; nil at the end of the stream (the peer closed between
+    /// messages). A truncated, oversized or malformed message, or another version, throws.
+    static func receive(on descriptor: Int32) throws -> [String: Any]? {
+        var header = [UInt8](repeating: 0, count: 4)
+        guard try readFully(descriptor, &header, allowEnd: true) else { return nil }
+        let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+        guard length <= maximumMessageBytes else {
+            throw SystemPlayerWireError(description: "a message of \(length) bytes is over the limit of \(maximumMessageBytes)")
+        }
+        var body = [UInt8](repeating: 0, count: length)
+        _ = try readFully(descriptor, &body, allowEnd: false)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            throw SystemPlayerWireError(description: "a message that is not a JSON object")
+        }
+        guard object["v"] as? Int == version else {
+            throw SystemPlayerWireError(description: "protocol version \(object["v"] ?? "none") (this side speaks \(version))")
+        }
+        return object
+    }
+
+    /// Fills `buffer`; false when the stream ended before its first byte (and `allowEnd`).
+    private static func readFully(_ descriptor: Int32, _ buffer: inout [UInt8], allowEnd: Bool) throws -> Bool {
+        var offset = 0
+        while offset < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + offset, $0.count - offset, 0) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SystemPlayerWireError(description: "receive: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 {
+                if offset == 0 && allowEnd { return false }
+                throw SystemPlayerWireError(description: "the message was cut off after \(offset) of \(buffer.count) bytes")
+            }
+            offset += count
+        }
+        return true
+    }
+}
+
+// MARK: - Values on the wire
+
+extension SystemPlayerWire {
+    /// A resource as a JSON object for `JSONSerialization`.
+    static func object(_ resource: ResourceObject) -> Any {
+        (try? JSONSerialization.jsonObject(with: Data(resource.jsonValue.serialized.utf8))) ?? [:]
+    }
+
+    /// A resource from a JSON object; nil when it is not one.
+    static func resource(_ object: Any?) -> ResourceObject? {
+        guard let object, JSONSerialization.isValidJSONObject(object),
+              let data = try? JSONSerialization.data(withJSONObject: object),
+              let json = try? JSONValue.parse(data) else { return nil }
+        return ResourceObject(json: json)
+    }
+
+    /// A queue's contents as parts: made entries (resource, start and end times) and the lazy
+    /// ranges of albums and playlists (container and range), so that a long playlist travels
+    /// as one container, not as its tracks.
+    static func parts(of contents: QueueContents) -> [[String: Any]] {
+        contents.segmentsForWire.map { segment -> [String: Any] in
+            switch segment {
+            case .entries(let entries):
+                return ["entries": entries.map { entry -> [String: Any] in
+                    var object: [String: Any] = ["resource": object(entry.resource)]
+                    if let container = entry.container { object["container"] = SystemPlayerWire.object(container) }
+                    if let start = entry.startTime { object["start"] = start }
+                    if let end = entry.endTime { object["end"] = end }
+                    return object
+                }]
+            case .lazy(let tracks, let range):
+                return ["container": object(tracks.container), "from": range.lowerBound, "to": range.upperBound]
+            }
+        }
+    }
+
+    /// Contents from parts; a part that is not well formed throws, naming it.
+    static func contents(from parts: [[String: Any]]) throws -> QueueContents {
+        var made: [QueueContents.Part] = []
+        for (index, part) in parts.enumerated() {
+            if let entries = part["entries"] as? [[String: Any]] {
+                made.append(.segment(.entries(try entries.map { object in
+                    guard let resource = resource(object["resource"]) else {
+                        throw SystemPlayerWireError(description: "queue part \(index): an entry without a resource")
+                    }
+                    return MusicPlayer.Queue.Entry(resource: resource, container: SystemPlayerWire.resource(object["container"]),
+                                                   startTime: object["start"] as? Double, endTime: object["end"] as? Double)
+                })))
+            } else if let container = resource(part["container"]) {
+                let tracks = PlaybackServices.tracks(of: container)
+                let from = min(max(part["from"] as? Int ?? 0, 0), tracks.count)
+                let to = min(max(part["to"] as? Int ?? tracks.count, from), tracks.count)
+                made.append(.segment(.lazy(tracks, from..<to)))
+            } else {
+                throw SystemPlayerWireError(description: "queue part \(index) is neither entries nor a container")
+            }
+        }
+        return QueueContents(parts: made)
+    }
+}

@@ -1,0 +1,37 @@
+// musickitd: the system music player's daemon (SystemMusicPlayer's other end). One per user;
+// started by the first client that needs it, or by its systemd user unit
+// (Assets/systemd/musickitd.service). Layout and protocol: Sources/MusicKit/System/.
+import Foundation
+import MusicKit
+
+let usage = """
+    usage: musickitd [--help]
+
+    The system music player's daemon: plays what SystemMusicPlayer, `musickit play --system` and
+    `musickit pause|next|...` ask, and keeps playing when they are gone. One per user; it listens
+    on $XDG_RUNTIME_DIR/musickit/player.sock (MUSICKIT_RUNTIME_DIR overrides), plays through the
+    default ALSA device (MUSICKIT_AUDIO_DEVICE overrides) and keeps its queue and position in
+    $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it exits on
+    SIGTERM or `musickit daemon stop`.
+
+    Exit codes: 0 stopped (or another musickitd already runs), 1 could not start, 2 wrong arguments.
+    """
+
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(usage)
+    exit(0)
+}
+if let unknown = arguments.first {
+    FileHandle.standardError.write(Data("musickitd: unknown argument \(unknown)\n\(usage)\n".utf8))
+    exit(2)
+}
+do {
+    if try !SystemPlayerServer().run() {
+        FileHandle.standardError.write(Data("musickitd: another musickitd already runs for this user\n".utf8))
+    }
+    exit(0)
+} catch {
+    FileHandle.standardError.write(Data("musickitd: \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,148 @@
+import AudioTestSupport
+import Foundation
+import Glibc
+@testable import MusicKit
+import Observation
+import Synchronization
+import XCTest
+
+/// `SystemMusicPlayer` against a real `musickitd` (started on demand from the build folder) in
+/// a private environment, playing to the test sink.
+final class SystemMusicPlayerTests: XCTestCase {
+    private var environment: MusicKitEnvironment!
+    private var directory: URL!
+    private var daemons: [SystemMusicPlayer] = []
+
+    override func setUpWithError() throws {
+        environment = try useTemporaryEnvironment(self)
+        directory = try makeTemporaryDirectory(self)
+        let device = try AudioTestEnvironment.requirePulse()
+        let previous = ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"]
+        setenv("MUSICKIT_AUDIO_DEVICE", device, 1)
+        addTeardownBlock { [self] in
+            // Stop the daemon this test started (by its answer to a request, not by name).
+            if let player = daemons.first { try? player.stopDaemon() }
+            if let previous { setenv("MUSICKIT_AUDIO_DEVICE", previous, 1) } else { unsetenv("MUSICKIT_AUDIO_DEVICE") }
+        }
+    }
+
+    /// A client of this test's daemon, as another app would have.
+    private func client() -> SystemMusicPlayer {
+        let player = SystemMusicPlayer(environment: environment)
+        daemons.append(player)
+        return player
+    }
+
+    private func tones(_ count: Int, frames: Int = 22_050) throws -> [Song] {
+        try GeneratedSongs.tones((0..<count).map { 300 + 100 * Double($0) }, frames: frames, into: directory).songs
+    }
+
+    func testTwoAppsControlAndObserveTheSamePlayback() async throws {
+        let songs = try tones(3, frames: 176_400)
+        let first = client()
+        let second = client()
+        first.queue = MusicPlayer.Queue(for: songs)
+        try await first.play()
+        await eventually("the second app to see playback") {
+            second.state.playbackStatus == .playing && second.queue.currentEntry?.title == "Tone 1"
+        } detail: { "\(second.state.playbackStatus) \(String(describing: second.queue.currentEntry))" }
+
+        let observed = expectation(description: "the first app observes the pause the second made")
+        withObservationTracking { _ = first.state.playbackStatus } onChange: { observed.fulfill() }
+        second.pause()
+        await fulfillment(of: [observed], timeout: 5)
+        await eventually("paused") { first.state.playbackStatus == .paused }
+
+        try await first.play()
+        await eventually("playing again, seen by the other app") { second.state.playbackStatus == .playing }
+        try await second.skipToNextEntry()
+        await eventually("the next entry, seen by both") {
+            first.queue.currentEntry?.title == "Tone 2" && second.queue.currentEntry?.title == "Tone 2"
+        }
+        XCTAssertGreaterThanOrEqual(first.playbackTime, 0)
+        XCTAssertLessThan(first.playbackTime, 4)
+
+        second.state.repeatMode = .all
+        await eventually("the mode made in one app seen in the other") { first.state.repeatMode == .all }
+    }
+
+    /// The daemon keeps its queue, current entry, position and modes: killed outright, the next
+    /// call starts a new one that resumes there.
+    func testAKilledDaemonIsRestartedByTheNextCallAndResumesWhereItWas() async throws {
+        let songs = try tones(3, frames: 88_200)
+        let player = client()
+        player.queue = MusicPlayer.Queue(for: songs, startingAt: songs[1])
+        player.state.shuffleMode = .off
+        player.state.repeatMode = .one
+        player.playbackTime = 1.25
+        try await player.play()
+        player.pause()
+        await eventually("paused on the second entry") {
+            player.state.playbackStatus == .paused && player.queue.currentEntry?.title == "Tone 2"
+        }
+        let pid = try player.daemonProcessID()
+        XCTAssertGreaterThan(pid, 0)
+        try await Task.sleep(for: .milliseconds(200))  // the save after the pause (on the daemon's queue)
+        XCTAssertEqual(kill(pid, SIGKILL), 0)
+        await eventually("the daemon gone") { kill(pid, 0) != 0 }
+
+        let after = client()
+        XCTAssertNotEqual(try after.daemonProcessID(), pid, "a new daemon")
+        await eventually("the restored current entry") { after.queue.currentEntry?.title == "Tone 2" }
+        XCTAssertEqual(after.state.repeatMode, .one)
+        XCTAssertEqual(after.playbackTime, 1.25, accuracy: 0.3, "where it was paused")
+        try await after.play()
+        await eventually("playing from there") { after.state.playbackStatus == .playing }
+        XCTAssertEqual(after.queue.currentEntry?.title, "Tone 2")
+    }
+
+    /// A peer that does not speak the protocol gets an error or is dropped; playback goes on,
+    /// and 50 peers at once are all answered.
+    func testHostilePeersAreDroppedAndManyPeersAreServed() async throws {
+        let player = client()
+        player.queue = MusicPlayer.Queue(for: try tones(1, frames: 441_000))
+        try await player.play()
+        let path = SystemPlayerWire.socketURL(environment).path
+
+        func raw(_ bytes: [UInt8]) throws -> [UInt8] {
+            let socket = try SystemPlayerWire.connect(to: path)
+            defer { close(socket) }
+            _ = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            shutdown(socket, Int32(SHUT_WR))
+            var reply: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while true {
+                let count = recv(socket, &buffer, buffer.count, 0)
+                if count <= 0 { break }
+                reply += buffer[0..<count]
+            }
+            return reply
+        }
+        let garbage = Array("this is not a message".utf8)
+        let notJSON: [UInt8] = [0, 0, 0, 5] + Array("hello".utf8)
+        let oversized: [UInt8] = [0x7F, 0xFF, 0xFF, 0xFF]
+        let truncated: [UInt8] = [0, 0, 1, 0] + Array("{\"v\":1".utf8)
+        let wrongVersion: [UInt8] = { let body = Array("{\"v\":99,\"op\":\"play\"}".utf8); return [0, 0, 0, UInt8(body.count)] + body }()
+        for (name, bytes) in [("garbage", garbage), ("not JSON", notJSON), ("oversized", oversized),
+                              ("truncated", truncated), ("another version", wrongVersion)] {
+            let reply = String(decoding: try raw(bytes), as: UTF8.self)
+            XCTAssertTrue(reply.isEmpty || reply.contains("\"ok\":false"), "\(name): \(reply)")
+        }
+        XCTAssertTrue(String(decoding: try raw(wrongVersion), as: UTF8.self).contains("version 99"))
+        XCTAssertEqual(player.state.playbackStatus, .playing, "playback went on")
+
+        let answered = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 50) { _ in
+            guard let socket = try? SystemPlayerWire.connect(to: path) else { return }
+            defer { close(socket) }
+            if (try? SystemPlayerWire.send(["id": 1, "op": "state"], on: socket)) != nil,
+               let reply = try? SystemPlayerWire.receive(on: socket), reply["ok"] as? Bool == true {
+                answered.withLock { $0 += 1 }
+            }
+        }
+        XCTAssertEqual(answered.withLock { $0 }, 50)
+        let stat = try FileManager.default.attributesOfItem(atPath: path)
+        XCTAssertEqual((stat[.posixPermissions] as? Int).map { $0 & 0o777 }, 0o600)
+        XCTAssertEqual(player.state.playbackStatus, .playing)
+    }
+}
