@@ -12,12 +12,13 @@ enum PlayCommand {
                   .init(name: "--repeat", valueName: "none|one|all", help: "repeat mode to start with (default none)"),
                   .init(name: "--crossfade", valueName: "SECONDS", help: "overlap entries by 1-12 s, fading (default: gapless)")],
         flags: [.init(name: "--shuffle", help: "shuffle the songs"),
+                .init(name: "--system", help: "hand the queue to the system player (musickitd) and return; it plays on"),
                 .init(name: "--no-ui", help: "no keys and no live status line; one line per event (for scripts)")],
         positionalName: "FILE|ID|TERM...", minimumPositionals: 1)
 
     static let help = """
     usage: musickit play [--device NAME] [--repeat none|one|all] [--shuffle] [--crossfade SECONDS] [--no-ui]
-                         FILE|ID|TERM...
+                         [--system] FILE|ID|TERM...
 
     Plays through ApplicationMusicPlayer, one entry after the other without a gap: audio files
     (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...), catalog songs, albums and playlists by ID, library
@@ -25,7 +26,9 @@ enum PlayCommand {
     demo`). Albums and playlists load their tracks as they are reached. An entry that cannot be
     played is skipped with the reason. Catalog content needs the account's subscription; the
     first time, musickit asks for access to Apple Music (`musickit authorize musickit --allow`
-    answers ahead, for scripts).
+    answers ahead, for scripts). With --system the queue goes to the system player (the daemon
+    musickitd, started if none runs), which plays on after this command returns; `musickit
+    status|pause|next|previous|seek|stop` control it.
 
     options:
     \(spec.optionsHelp())
@@ -80,6 +83,26 @@ enum PlayCommand {
         } catch {
             Console.error("musickit play: \(error)\n")
             return .failure
+        }
+        if parsed.has("--system") {
+            if parsed.option("--device") != nil || parsed.option("--crossfade") != nil || parsed.has("--no-ui") {
+                Console.error("musickit play: --system plays on the daemon's device, gaplessly and without a status line; "
+                              + "--device, --crossfade and --no-ui do not apply\n\n\(help)\n")
+                return .usage
+            }
+            let found = items.map { PlayResolution.Found(item: $0) }
+            let shuffles = parsed.has("--shuffle")
+            return SystemCommand.withPlayer("play") { player in
+                try waitFor {
+                    let queue = MusicPlayer.Queue(for: [Song]())
+                    for item in found { try await queue.insert(item.item, position: .tail) }
+                    player.state.repeatMode = repeatMode
+                    player.state.shuffleMode = shuffles ? .songs : .off
+                    player.queue = queue
+                    try await player.play()
+                }
+                SystemCommand.printStatus(player)
+            }
         }
         let player = ApplicationMusicPlayer.shared
         player.engineConfiguration = engineConfiguration

@@ -27,6 +27,10 @@ let commands: [Command] = [
             run: SubscribeCommand.run),
     Command(name: "probe", summary: "what an audio file is and whether it plays (decoded, not played)",
             help: { ProbeCommand.help }, run: ProbeCommand.run),
+] + SystemCommand.commands + [
+    SystemCommand.seek,
+    Command(name: "daemon", summary: "start, stop or look at the system player's daemon (musickitd)",
+            help: { DaemonCommand.help }, run: DaemonCommand.run),
 ]
 
 let generalHelp = """

@@ -2,7 +2,21 @@
 // started by the first client that needs it, or by its systemd user unit
 // (Assets/systemd/musickitd.service). Layout and protocol: Sources/MusicKit/System/.
 import Foundation
+import Glibc
 import MusicKit
+
+// First, before anything opens a descriptor of its own: close what the starting process left
+// open above standard error (a client's pipes among them; a daemon holding them would keep that
+// client's reader waiting forever).
+if let directory = opendir("/proc/self/fd") {
+    var inherited: [Int32] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if let descriptor = Int32(name), descriptor > 2, descriptor != dirfd(directory) { inherited.append(descriptor) }
+    }
+    closedir(directory)
+    for descriptor in inherited { close(descriptor) }
+}
 
 let usage = """
     usage: musickitd [--help]

@@ -77,7 +77,7 @@ final class CommandLineTests: XCTestCase {
     }
 
     func testEveryCommandHasHelp() throws {
-        for command in ["play", "search", "catalog"] {
+        for command in ["play", "search", "catalog", "status", "seek", "daemon"] {
             let result = try run([command, "--help"])
             XCTAssertEqual(result.code, 0, command)
             XCTAssertTrue(result.out.contains("usage: musickit \(command)"), result.out)
@@ -137,6 +137,50 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.contains("[3/3] Last Tone — Test Tones") }, result.out)
         XCTAssertLessThan(lines.firstIndex { $0.contains("[1/3]") }!, lines.firstIndex { $0.contains("[3/3]") }!)
         XCTAssertTrue(result.err.contains("[2/3] skipped “broken”: \(broken.path): corrupt"), result.err)
+    }
+
+    /// `play --system` hands the queue to musickitd and returns while it plays on; status,
+    /// pause, next, seek and queue talk to it; `daemon` starts, shows and stops it.
+    func testTheSystemPlayerFromTheCommandLine() throws {
+        let device = try sinkDevice()
+        let directory = try temporaryDirectory()
+        var environment = try isolatedEnvironment()
+        environment["MUSICKIT_RUNTIME_DIR"] = directory.appendingPathComponent("runtime").path
+        environment["MUSICKIT_AUDIO_DEVICE"] = device
+        let first = directory.appendingPathComponent("first.flac")
+        let second = directory.appendingPathComponent("second.flac")
+        try tone(first, hz: 440, seconds: 6, title: "First Tone")
+        try tone(second, hz: 660, seconds: 6, title: "Second Tone")
+        XCTAssertEqual(try run(["daemon", "status"], environment: environment).code, 1, "not running yet")
+
+        let played = try run(["play", "--system", first.path, second.path], environment: environment)
+        XCTAssertEqual(played.code, 0, played.err)
+        XCTAssertTrue(played.out.hasPrefix("playing: First Tone"), played.out)
+        addTeardownBlock { [self] in _ = try? run(["daemon", "stop"], environment: environment) }
+        let daemon = try run(["daemon", "status"], environment: environment)
+        XCTAssertEqual(daemon.code, 0)
+        XCTAssertTrue(daemon.out.contains("musickitd runs"), daemon.out)
+        XCTAssertTrue(try run(["status"], environment: environment).out.hasPrefix("playing: First Tone"), "it plays on")
+
+        let paused = try run(["pause"], environment: environment)
+        XCTAssertTrue(paused.out.hasPrefix("paused: First Tone"), paused.out)
+        XCTAssertEqual(try run(["resume"], environment: environment).code, 0)
+        let next = try run(["next"], environment: environment)
+        XCTAssertTrue(next.out.hasPrefix("playing: Second Tone"), next.out + next.err)
+        XCTAssertEqual(try run(["seek", "4"], environment: environment).code, 0)
+        var status = ""
+        for _ in 0..<40 where !status.contains("at 0:04") && !status.contains("at 0:05") {
+            status = try run(["status"], environment: environment).out
+        }
+        XCTAssertTrue(status.contains("at 0:04") || status.contains("at 0:05"), "the seek is heard: \(status)")
+        XCTAssertEqual(try run(["queue"], environment: environment).out, "Second Tone — Test Tones\n")
+        XCTAssertEqual(try run(["seek", "soon"], environment: environment).code, 2)
+
+        XCTAssertEqual(try run(["daemon", "stop"], environment: environment).out, "musickitd stopped\n")
+        XCTAssertEqual(try run(["daemon", "status"], environment: environment).code, 1)
+        let restarted = try run(["status"], environment: environment)
+        XCTAssertTrue(restarted.out.hasPrefix("stopped: Second Tone"), "a new daemon, where the last one was: \(restarted.out)")
+        XCTAssertTrue(try run(["daemon", "logs"], environment: environment).out.contains("restored 2 entries"))
     }
 
     func testSignalsSkipAndInterrupt() throws {

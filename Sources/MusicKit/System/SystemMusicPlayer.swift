@@ -39,17 +39,20 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     /// A player for the daemon of `environment` (nil: `MusicKitEnvironment.current` when it
     /// first connects).
-    init(environment: MusicKitEnvironment?) {
+    package init(environment: MusicKitEnvironment?) {
         connection = SystemPlayerConnection(environment: environment)
         super.init()
         mirrorQueue.player = self
         connection.onState = { [weak self] state in self?.apply(state) }
         state.onModeChange = { [weak self] in self?.modesChanged() }
         state.onRateChange = { [weak self] rate in self?.send("rate", ["rate": Double(rate)]) }
-        // Observers of `state` see the system's playback from the start: connect (starting the
-        // daemon if needed) right away, off the caller's thread.
-        let connection = self.connection
-        Thread.detachNewThread { connection.ensureConnected() }
+        // Observers of `state` see the system's playback from the start: connect right away —
+        // here when the daemon runs (a millisecond), off the caller's thread when it has to be
+        // started.
+        if !connection.connectIfRunning() {
+            let connection = self.connection
+            Thread.detachNewThread { connection.ensureConnected() }
+        }
     }
 
     /// The system player's queue. Only its current entry can be read, as on Apple's platforms;
@@ -100,14 +103,35 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     // MARK: - The daemon (the CLI's `musickit daemon`, tests)
 
     /// The daemon's process ID (it is started if none runs).
-    func daemonProcessID() throws -> pid_t {
+    package func daemonProcessID() throws -> pid_t {
         let reply = try connection.call("hello", ["subscribe": true])
         return pid_t((reply["result"] as? [String: Any])?["pid"] as? Int ?? 0)
     }
 
     /// Asks the daemon to save its state and exit.
-    func stopDaemon() throws {
+    package func stopDaemon() throws {
         try connection.call("shutdown")
+    }
+
+    /// Waits until the daemon has taken every request sent so far (they are taken in order),
+    /// and the state they made has arrived; throws when the daemon cannot be reached.
+    package func synchronize() throws {
+        try connection.call("state")
+    }
+
+    /// The running daemon's process ID, without starting one (nil when none answers).
+    package static func runningDaemonProcessID(_ environment: MusicKitEnvironment = .current) -> pid_t? {
+        guard let socket = try? SystemPlayerWire.connect(to: SystemPlayerWire.socketURL(environment).path) else { return nil }
+        defer { close(socket) }
+        guard (try? SystemPlayerWire.send(["id": 1, "op": "hello"], on: socket)) != nil,
+              let reply = try? SystemPlayerWire.receive(on: socket),
+              let pid = (reply["result"] as? [String: Any])?["pid"] as? Int else { return nil }
+        return pid_t(pid)
+    }
+
+    /// The daemon's log (its standard error), in the runtime folder.
+    package static func daemonLogURL(_ environment: MusicKitEnvironment = .current) -> URL {
+        environment.runtimeDirectory.appendingPathComponent("musickitd.log")
     }
 
     // MARK: - Talking to the daemon
@@ -256,6 +280,11 @@ final class SystemPlayerConnection: @unchecked Sendable {
         _ = try? connectedDescriptor()
     }
 
+    /// Connects if a daemon answers, without starting one; whether connected.
+    func connectIfRunning() -> Bool {
+        (try? connectedDescriptor(startingDaemon: false)) != nil
+    }
+
     /// Sends `op` and waits for its answer; throws the daemon's error.
     @discardableResult
     func call(_ op: String, _ args: [String: Any] = [:]) throws -> [String: Any] {
@@ -294,8 +323,16 @@ final class SystemPlayerConnection: @unchecked Sendable {
         }
     }
 
-    /// The connected socket: connects, starting the daemon when none listens.
-    private func connectedDescriptor() throws -> Int32 {
+    /// Held while connecting, so that a second caller waits for the first connection (and its
+    /// first state) instead of reading a mirror that is not filled yet.
+    private let connectLock = NSLock()
+
+    /// The connected socket, the daemon's state taken: connects, starting the daemon when none
+    /// listens, and subscribes.
+    private func connectedDescriptor(startingDaemon: Bool = true) throws -> Int32 {
+        if let descriptor = state.withLock({ $0.descriptor >= 0 ? $0.descriptor : nil }) { return descriptor }
+        connectLock.lock()
+        defer { connectLock.unlock() }
         if let descriptor = state.withLock({ $0.descriptor >= 0 ? $0.descriptor : nil }) { return descriptor }
         let environment = self.environment
         let path = SystemPlayerWire.socketURL(environment).path
@@ -303,25 +340,28 @@ final class SystemPlayerConnection: @unchecked Sendable {
         if let connected = try? SystemPlayerWire.connect(to: path) {
             descriptor = connected
         } else {
+            guard startingDaemon else { throw SystemMusicPlayerError(reason: "musickitd does not run") }
             try SystemPlayerDaemon.start(environment)
             descriptor = try SystemPlayerDaemon.waitForSocket(path)
-        }
-        let (installed, kept) = state.withLock { state -> (Int32, Bool) in
-            if state.descriptor >= 0 { return (state.descriptor, false) }
-            state.descriptor = descriptor
-            return (descriptor, true)
-        }
-        guard kept else {
-            close(descriptor)
-            return installed
         }
         let reader = Thread { [weak self] in self?.read(descriptor) }
         reader.name = "musickit.system-player"
         reader.start()
-        // Subscribe, and take the state once before anything is read from the mirror.
+        // Subscribe, and take the state once, before anyone reads the mirror.
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
         let done = DispatchSemaphore(value: 0)
-        try send("hello", ["subscribe": true]) { _ in done.signal() }
+        state.withLock { $0.waiting[id] = { _ in done.signal() } }
+        do {
+            try writeLock.withLock { try SystemPlayerWire.send(["id": id, "op": "hello", "args": ["subscribe": true]], on: descriptor) }
+        } catch {
+            shutdown(descriptor, Int32(SHUT_RDWR))
+            throw error
+        }
         done.wait()
+        state.withLock { $0.descriptor = descriptor }
         return descriptor
     }
 
@@ -393,7 +433,7 @@ enum SystemPlayerDaemon {
         variables["MUSICKIT_DATA_DIR"] = environment.dataDirectory.path
         variables["MUSICKIT_RUNTIME_DIR"] = environment.runtimeDirectory.path
         if let assets = environment.assetsDirectory { variables["MUSICKIT_ASSETS"] = assets.path }
-        let log = environment.runtimeDirectory.appendingPathComponent("musickitd.log").path
+        let log = SystemMusicPlayer.daemonLogURL(environment).path
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

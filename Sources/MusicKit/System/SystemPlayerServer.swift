@@ -214,9 +214,13 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private func playerEvent(_ event: ApplicationMusicPlayer.Event) {
         switch event {
         case .entryStarted: changed()
-        case .entryFailed(let entry, let reason): changed(event: "entryFailed", detail: "\(entry?.title ?? "an entry"): \(reason)")
+        case .entryFailed(let entry, let reason):
+            log("skipped \(entry?.title ?? "an entry"): \(reason)")
+            changed(event: "entryFailed", detail: "\(entry?.title ?? "an entry"): \(reason)")
         case .queueFinished: changed(event: "queueFinished")
-        case .interrupted(let reason): changed(event: "interrupted", detail: reason)
+        case .interrupted(let reason):
+            log("the audio device failed: \(reason)")
+            changed(event: "interrupted", detail: reason)
         case .historyNotRecorded(_, let reason): log(reason)
         }
     }

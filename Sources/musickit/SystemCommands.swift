@@ -1,0 +1,172 @@
+import AudioEngine
+import Foundation
+import Glibc
+import MusicKit
+
+// The system player from the command line: `musickit status|pause|next|previous|seek|queue`
+// talk to musickitd through SystemMusicPlayer (starting it when none runs); `musickit daemon`
+// starts, stops, shows and reads it; `musickit play --system` is in PlayCommand.
+
+/// One command that does one thing to the system player.
+enum SystemCommand {
+    static let commands: [Command] = [
+        command("status", "what the system player (musickitd) plays, and where", "") { player in
+            printStatus(player)
+        },
+        command("pause", "pause the system player", "") { player in
+            player.pause()
+            try player.synchronize()
+            printStatus(player)
+        },
+        command("resume", "play the system player's queue (from where it stopped)", "") { player in
+            try waitFor { try await player.play() }
+            printStatus(player)
+        },
+        command("next", "skip the system player to its next entry", "") { player in
+            try waitFor { try await player.skipToNextEntry() }
+            printStatus(player)
+        },
+        command("previous", "skip the system player to its previous entry (or restart after 3 s)", "") { player in
+            try waitFor { try await player.skipToPreviousEntry() }
+            printStatus(player)
+        },
+        command("stop", "stop the system player (its queue stays)", "") { player in
+            player.stop()
+            try player.synchronize()
+            printStatus(player)
+        },
+        command("queue", "the system player's current entry (an app sees no other, as on iOS)", "") { player in
+            try player.synchronize()
+            if let entry = player.queue.currentEntry {
+                Console.out("\(describe(entry))\n")
+            } else {
+                Console.out("the system player's queue is empty\n")
+            }
+        },
+    ]
+
+    /// `musickit seek SECONDS`.
+    static let seek = Command(
+        name: "seek", summary: "move the system player to a time in its current entry",
+        help: { "usage: musickit seek SECONDS\n\nMoves the system player (musickitd) to SECONDS into its current entry.\n\n"
+                + "exit codes:\n\(ExitCode.helpText)" },
+        run: { arguments in
+            guard arguments.count == 1, let seconds = Double(arguments[0]), seconds >= 0, seconds.isFinite else {
+                Console.error("musickit seek: give one time in seconds (e.g. musickit seek 42)\n")
+                return .usage
+            }
+            return withPlayer("seek") { player in
+                player.playbackTime = seconds
+                try player.synchronize()
+                printStatus(player)
+            }
+        })
+
+    private static func command(_ name: String, _ summary: String, _ more: String,
+                                _ body: @escaping @Sendable (SystemMusicPlayer) throws -> Void) -> Command {
+        Command(name: name, summary: summary,
+                help: { "usage: musickit \(name)\n\n\(summary.prefix(1).uppercased() + summary.dropFirst()) "
+                        + "(the daemon musickitd; started if none runs).\(more)\n\nexit codes:\n\(ExitCode.helpText)" },
+                run: { arguments in
+                    guard arguments.isEmpty else {
+                        Console.error("musickit \(name): takes no arguments, got \(arguments.joined(separator: " "))\n")
+                        return .usage
+                    }
+                    return withPlayer(name, body)
+                })
+    }
+
+    /// Runs `body` with the system player; a daemon that cannot be reached or refuses is exit 1.
+    static func withPlayer(_ name: String, _ body: (SystemMusicPlayer) throws -> Void) -> ExitCode {
+        let player = SystemMusicPlayer(environment: nil)
+        do {
+            try player.synchronize()  // connected, the daemon's state taken
+            try body(player)
+            return .success
+        } catch {
+            Console.error("musickit \(name): \(error)\n")
+            return .failure
+        }
+    }
+
+    static func printStatus(_ player: SystemMusicPlayer) {
+        let state = player.state
+        var line = "\(state.playbackStatus)"
+        if let entry = player.queue.currentEntry {
+            line += ": \(describe(entry))  at \(formatTime(player.playbackTime))"
+        } else {
+            line += " (empty queue)"
+        }
+        line += "  repeat \(state.repeatMode.map { "\($0)" } ?? "none"), shuffle \(state.shuffleMode == .songs ? "on" : "off")"
+        Console.out(line + "\n")
+    }
+
+    static func describe(_ entry: MusicPlayer.Queue.Entry) -> String {
+        entry.subtitle.map { "\(entry.title) — \($0)" } ?? entry.title
+    }
+
+    static func formatTime(_ seconds: TimeInterval) -> String {
+        let whole = Int(seconds.rounded(.down))
+        return "\(whole / 60):" + (whole % 60 < 10 ? "0" : "") + "\(whole % 60)"
+    }
+}
+
+/// `musickit daemon start|stop|status|logs`.
+enum DaemonCommand {
+    static let help = """
+    usage: musickit daemon start|stop|status|logs
+
+    The system player's daemon, musickitd: one per user, started by the first client that needs
+    it (SystemMusicPlayer, musickit play --system, musickit status...), or by its systemd user
+    unit (see the README). It keeps playing when every client has gone and keeps its queue and
+    position across restarts.
+
+      start    start it if it does not run; print its process ID
+      stop     save its state and stop it
+      status   whether it runs (exit 1 when it does not), its process ID and socket
+      logs     print its log ($XDG_RUNTIME_DIR/musickit/musickitd.log)
+
+    exit codes:
+    \(ExitCode.helpText)
+    """
+
+    static func run(_ arguments: [String]) -> ExitCode {
+        guard arguments.count == 1 else {
+            Console.error("musickit daemon: give one of start, stop, status, logs\n\n\(help)\n")
+            return .usage
+        }
+        switch arguments[0] {
+        case "start":
+            return SystemCommand.withPlayer("daemon start") { player in
+                Console.out("musickitd runs (process \(try player.daemonProcessID()))\n")
+            }
+        case "stop":
+            guard SystemMusicPlayer.runningDaemonProcessID() != nil else {
+                Console.out("musickitd does not run\n")
+                return .success
+            }
+            return SystemCommand.withPlayer("daemon stop") { player in
+                try player.stopDaemon()
+                Console.out("musickitd stopped\n")
+            }
+        case "status":
+            guard let pid = SystemMusicPlayer.runningDaemonProcessID() else {
+                Console.out("musickitd does not run\n")
+                return .failure
+            }
+            Console.out("musickitd runs (process \(pid)); log: \(SystemMusicPlayer.daemonLogURL().path)\n")
+            return .success
+        case "logs":
+            let url = SystemMusicPlayer.daemonLogURL()
+            guard let text = try? String(contentsOf: url, encoding: .utf8) else {
+                Console.out("no log yet at \(url.path)\n")
+                return .success
+            }
+            Console.out(text)
+            return .success
+        case let other:
+            Console.error("musickit daemon: unknown action '\(other)'\n\n\(help)\n")
+            return .usage
+        }
+    }
+}
