@@ -24,6 +24,8 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private var listener: Int32 = -1
     private var lockDescriptor: Int32 = -1
     private var positionTimer: DispatchSourceTimer?
+    /// MPD's protocol on `mpd.sock` beside the socket.
+    private var mpd: MPDProtocolServer?
 
     /// One connected peer.
     private final class Client: @unchecked Sendable {
@@ -65,6 +67,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
         }
         restore()
         player.listeners.add { [weak self] event in self?.playerEvent(event) }
+        let mpd = MPDProtocolServer(player: player) { [weak self] in self?.changed(subsystems: []) }
+        try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path, isThisUser: SystemPlayerServer.peerIsThisUser)
+        self.mpd = mpd
         startPositionTimer()
         installSignalHandlers()
         log("musickitd \(getpid()) serving \(path) (audio device: \(player.engineConfiguration.deviceName))")
@@ -77,7 +82,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
                 continue
             }
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-            guard peerIsThisUser(descriptor) else {
+            guard SystemPlayerServer.peerIsThisUser(descriptor) else {
                 log("refused a connection from another user")
                 close(descriptor)
                 continue
@@ -95,7 +100,12 @@ package final class SystemPlayerServer: @unchecked Sendable {
         }
     }
 
-    private func peerIsThisUser(_ descriptor: Int32) -> Bool {
+    /// The MPD protocol's socket (`MPD_HOST=<this path> mpc status`).
+    package static func mpdSocketURL(_ environment: MusicKitEnvironment) -> URL {
+        environment.runtimeDirectory.appendingPathComponent("mpd.sock")
+    }
+
+    @Sendable private static func peerIsThisUser(_ descriptor: Int32) -> Bool {
         var credentials = PeerCredentials()
         var length = socklen_t(MemoryLayout<PeerCredentials>.size)
         guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
@@ -136,7 +146,11 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private func handle(_ message: [String: Any], from client: Client) throws -> Any? {
         guard let op = message["op"] as? String else { throw SystemPlayerWireError(description: "a request without \"op\"") }
         let args = message["args"] as? [String: Any] ?? [:]
-        defer { if op != "hello" && op != "state" { changed() } }
+        defer {
+            if op != "hello" && op != "state" {
+                changed(subsystems: op == "setQueue" || op == "insert" ? ["playlist", "player"] : op == "modes" ? ["options"] : ["player"])
+            }
+        }
         switch op {
         case "hello":
             client.subscribed = args["subscribe"] as? Bool ?? false
@@ -203,11 +217,12 @@ package final class SystemPlayerServer: @unchecked Sendable {
         return object
     }
 
-    /// Tells the subscribed clients and saves the state.
-    private func changed(event: String? = nil, detail: String? = nil) {
+    /// Tells the subscribed clients (and MPD's idle clients, for `subsystems`) and saves the state.
+    private func changed(event: String? = nil, detail: String? = nil, subsystems: Set<String> = ["player"]) {
         var message: [String: Any] = ["event": event ?? "state", "state": snapshot()]
         if let detail { message["detail"] = detail }
         for client in clients.withLock({ Array($0.values) }) where client.subscribed { client.send(message) }
+        if !subsystems.isEmpty { mpd?.notify(subsystems) }
         persist()
     }
 
@@ -302,6 +317,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         persistQueue.sync { writeState() }
         player.stop()
         unlink(SystemPlayerWire.socketURL(environment).path)
+        unlink(SystemPlayerServer.mpdSocketURL(environment).path)
         log("musickitd \(getpid()) stopped")
         exit(0)
     }

@@ -146,3 +146,101 @@ final class SystemMusicPlayerTests: XCTestCase {
         XCTAssertEqual(player.state.playbackStatus, .playing)
     }
 }
+
+/// The system player's MPD protocol driven by the real `mpc` (Debian's), as a phone app or
+/// ncmpcpp would: add, play, next, status, search, idle wake-ups, errors.
+final class SystemPlayerMPDTests: XCTestCase {
+    private var environment: MusicKitEnvironment!
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpc") else {
+            throw XCTSkip("mpc is not installed (scripts/setup-system installs it)")
+        }
+        environment = try useTemporaryEnvironment(self)
+        directory = try makeTemporaryDirectory(self)
+        let device = try AudioTestEnvironment.requirePulse()
+        let previous = ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"]
+        setenv("MUSICKIT_AUDIO_DEVICE", device, 1)
+        let player = SystemMusicPlayer(environment: environment)
+        _ = try player.daemonProcessID()  // started, with mpd.sock beside its socket
+        addTeardownBlock {
+            try? player.stopDaemon()
+            if let previous { setenv("MUSICKIT_AUDIO_DEVICE", previous, 1) } else { unsetenv("MUSICKIT_AUDIO_DEVICE") }
+        }
+    }
+
+    /// Runs mpc against the daemon's MPD socket; its exit code and output.
+    @discardableResult
+    private func mpc(_ arguments: String..., whileRunning: (() throws -> Void)? = nil) throws -> (code: Int32, out: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mpc")
+        process.arguments = arguments
+        process.environment = ["MPD_HOST": SystemPlayerServer.mpdSocketURL(environment).path, "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        try whileRunning?()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    func testMpcAddsPlaysSkipsSearchesAndWakesFromIdle() throws {
+        let songs = try GeneratedSongs.tones([440, 550, 660], frames: 176_400, into: directory).songs
+        for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
+        XCTAssertEqual(try mpc("add", "musickit:\(BundledCatalog.ezerEv.rawValue)").code, 0, "a catalog ID")
+        XCTAssertEqual(try mpc("-f", "%title%", "playlist").out, "Tone 1\nTone 2\nTone 3\nEzer Év\n")
+
+        let played = try mpc("play")
+        XCTAssertEqual(played.code, 0, played.out)
+        XCTAssertTrue(played.out.contains("[playing] #1/4"), played.out)
+        let skipped = try mpc("next")
+        XCTAssertTrue(skipped.out.hasPrefix("Test Artist - Tone 2\n[playing] #2/4"), skipped.out)
+        XCTAssertEqual(SystemMusicPlayer(environment: environment).queue.currentEntry?.title, "Tone 2",
+                       "what mpc did, SystemMusicPlayer sees")
+
+        XCTAssertEqual(try mpc("-f", "%title%", "search", "title", "ezer").out, "Ezer Év\n")
+        XCTAssertTrue(try mpc("list", "artist").out.contains("Obsidian Shell\n"))
+
+        // idle wakes when another client pauses.
+        let idle = try mpc("idle", "player") {
+            Thread.sleep(forTimeInterval: 0.3)
+            try self.mpc("pause")
+        }
+        XCTAssertEqual(idle.out, "player\n")
+        XCTAssertTrue(try mpc("status").out.contains("[paused]"))
+
+        XCTAssertEqual(try mpc("del", "1").code, 0)
+        XCTAssertEqual(try mpc("-f", "%title%", "playlist").out, "Tone 2\nTone 3\nEzer Év\n")
+        let missing = try mpc("add", "/no/such/file.flac")
+        XCTAssertNotEqual(missing.code, 0)
+        XCTAssertTrue(missing.out.contains("No such file"), missing.out)
+        XCTAssertEqual(try mpc("clear").code, 0)
+        XCTAssertEqual(try mpc("playlist").out, "")
+    }
+
+    /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
+    func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
+        let socket = try SystemPlayerWire.connect(to: SystemPlayerServer.mpdSocketURL(environment).path)
+        defer { close(socket) }
+        func exchange(_ text: String, until done: (String) -> Bool = { $0.hasSuffix("OK\n") || $0.contains("ACK [") }) -> String {
+            _ = text.withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            var reply = ""
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while !done(reply) {
+                let count = recv(socket, &buffer, buffer.count, 0)
+                guard count > 0 else { break }
+                reply += String(decoding: buffer[0..<count], as: UTF8.self)
+            }
+            return reply
+        }
+        XCTAssertTrue(exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD 0.23"), "the greeting")
+        XCTAssertEqual(exchange("ping\n"), "OK\n")
+        XCTAssertEqual(exchange("command_list_ok_begin\nping\nrepeat 1\ncommand_list_end\n"), "list_OK\nlist_OK\nOK\n")
+        XCTAssertEqual(exchange("frobnicate\n"), "ACK [5@0] {frobnicate} unknown command \"frobnicate\"\n")
+        XCTAssertEqual(exchange("command_list_begin\nping\nplay 99\ncommand_list_end\n"), "ACK [2@1] {play} Bad song index\n")
+        XCTAssertTrue(exchange("status\n").contains("repeat: 1\n"))
+    }
+}

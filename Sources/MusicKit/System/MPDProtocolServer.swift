@@ -1,0 +1,589 @@
+import AudioEngine
+import Foundation
+import Glibc
+import Synchronization
+
+/// MPD's client protocol, a documented subset, served by musickitd on a Unix socket
+/// (`$XDG_RUNTIME_DIR/musickit/mpd.sock`; `MPD_HOST=<that path> mpc ...`), so that mpc,
+/// ncmpcpp and phone apps drive the system player.
+///
+/// Commands: `status`, `currentsong`, `play [POS]`, `playid [ID]`, `pause [0|1]`, `stop`, `next`,
+/// `previous`, `seek POS TIME`, `seekid ID TIME`, `seekcur [+|-]TIME`, `add URI`, `addid URI [POS]`,
+/// `clear`, `delete POS|START:END`, `deleteid ID`, `move FROM TO`, `playlistinfo [POS|START:END]`,
+/// `playlistid [ID]`, `plchanges VERSION`, `repeat`, `random`, `single`, `consume` (0 only),
+/// `find`/`search TYPE WHAT` (title, artist, album, any) over the library and the catalog,
+/// `list artist|album|title|genre`, `idle [SUBSYSTEMS]`/`noidle`, `command_list_begin`,
+/// `command_list_ok_begin`, `command_list_end`, `ping`, `close`, `tagtypes`, `outputs`,
+/// `commands`. A URI is a file path, `file://…`, or `musickit:ID` (a catalog or library ID).
+/// Anything else gets MPD's `ACK [5@0] {command} unknown command`.
+///
+/// Song IDs are the queue entries' serial numbers; positions are queue indices.
+final class MPDProtocolServer: @unchecked Sendable {
+    // @unchecked: mutable state is in `state` (a Mutex); the player is thread-safe.
+    private let player: ApplicationMusicPlayer
+    /// Called after a command changed something (the daemon saves and tells its clients).
+    private let changed: @Sendable () -> Void
+
+    private struct State {
+        var playlistVersion = 1
+        var idlers: [UInt64: Idler] = [:]
+        var nextIdler: UInt64 = 1
+    }
+
+    /// A client waiting in `idle`: the subsystems it waits for, what changed, and a pipe that
+    /// wakes its thread.
+    private struct Idler {
+        var wanted: Set<String>
+        var changes: Set<String> = []
+        let wake: Int32
+    }
+
+    private let state = Mutex(State())
+    static let protocolVersion = "0.23.5"
+    static let maximumLineBytes = 65_536
+
+    init(player: ApplicationMusicPlayer, changed: @escaping @Sendable () -> Void) {
+        self.player = player
+        self.changed = changed
+    }
+
+    /// Listens on `path` (0600) and serves each client on its own thread; refuses other users.
+    func listen(path: String, isThisUser: @escaping @Sendable (Int32) -> Bool) throws {
+        unlink(path)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = try SystemPlayerWire.address(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(listener, 64) == 0 else {
+            throw SystemPlayerWireError(description: "\(path): \(String(cString: strerror(errno)))")
+        }
+        let thread = Thread { [weak self] in
+            while true {
+                let descriptor = accept(listener, nil, nil)
+                if descriptor < 0 { if errno == EINTR || errno == ECONNABORTED { continue } else { return } }
+                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+                guard isThisUser(descriptor) else { close(descriptor); continue }
+                let client = Thread { [weak self] in
+                    self?.serve(descriptor)
+                    close(descriptor)
+                }
+                client.name = "musickitd.mpd"
+                client.start()
+            }
+        }
+        thread.name = "musickitd.mpd.accept"
+        thread.start()
+    }
+
+    /// Something changed in `subsystems` (player, playlist, options): idle clients wake.
+    func notify(_ subsystems: Set<String>) {
+        let wakes = state.withLock { state -> [Int32] in
+            if subsystems.contains("playlist") { state.playlistVersion += 1 }
+            var wakes: [Int32] = []
+            for (id, idler) in state.idlers {
+                let relevant = idler.wanted.isEmpty ? subsystems : subsystems.intersection(idler.wanted)
+                guard !relevant.isEmpty else { continue }
+                state.idlers[id]?.changes.formUnion(relevant)
+                wakes.append(idler.wake)
+            }
+            return wakes
+        }
+        for wake in wakes { var byte: UInt8 = 1; _ = write(wake, &byte, 1) }
+    }
+
+    // MARK: - A client
+
+    private final class Connection {
+        let descriptor: Int32
+        var buffer: [UInt8] = []
+        init(descriptor: Int32) { self.descriptor = descriptor }
+
+        func send(_ text: String) -> Bool {
+            let bytes = Array(text.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                if written < 0 { if errno == EINTR { continue } else { return false } }
+                offset += written
+            }
+            return true
+        }
+
+        /// The next line (without its newline); nil when the client left or sent a line over the limit.
+        func readLine() -> String? {
+            while true {
+                if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                    buffer.removeSubrange(...newline)
+                    return line
+                }
+                guard buffer.count <= MPDProtocolServer.maximumLineBytes else { return nil }
+                var chunk = [UInt8](repeating: 0, count: 4_096)
+                let count = recv(descriptor, &chunk, chunk.count, 0)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return nil }
+                buffer += chunk[0..<count]
+            }
+        }
+    }
+
+    private func serve(_ descriptor: Int32) {
+        let connection = Connection(descriptor: descriptor)
+        guard connection.send("OK MPD \(Self.protocolVersion)\n") else { return }
+        var list: [String]?
+        var listOK = false
+        while let line = connection.readLine() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed == "command_list_begin" || trimmed == "command_list_ok_begin" {
+                list = []
+                listOK = trimmed == "command_list_ok_begin"
+                continue
+            }
+            if trimmed == "command_list_end", let commands = list {
+                list = nil
+                var output = ""
+                var failed = false
+                for (index, command) in commands.enumerated() {
+                    switch run(command, connection: connection) {
+                    case .success(let text):
+                        output += text
+                        if listOK { output += "list_OK\n" }
+                    case .failure(let error):
+                        output += error.line(index: index)
+                        failed = true
+                    case .closed:
+                        return
+                    }
+                    if failed { break }
+                }
+                guard connection.send(failed ? output : output + "OK\n") else { return }
+                continue
+            }
+            if list != nil {
+                list?.append(trimmed)
+                continue
+            }
+            switch run(trimmed, connection: connection) {
+            case .success(let text): guard connection.send(text + "OK\n") else { return }
+            case .failure(let error): guard connection.send(error.line(index: 0)) else { return }
+            case .closed: return
+            }
+        }
+    }
+
+    private enum Outcome {
+        case success(String)
+        case failure(Failure)
+        case closed
+    }
+
+    /// MPD's error: `ACK [code@index] {command} message`.
+    private struct Failure: Error {
+        var code: Int
+        var command: String
+        var message: String
+        func line(index: Int) -> String { "ACK [\(code)@\(index)] {\(command)} \(message)\n" }
+        static let argument = 2, password = 3, permission = 4, unknown = 5, noExist = 50, system = 52, notPlaying = 55
+    }
+
+    private func run(_ line: String, connection: Connection) -> Outcome {
+        let words: [String]
+        do { words = try Self.split(line) } catch { return .failure(Failure(code: Failure.argument, command: "", message: "\(error)")) }
+        guard let command = words.first else { return .failure(Failure(code: Failure.unknown, command: "", message: "No command given")) }
+        let args = Array(words.dropFirst())
+        if command == "close" { return .closed }
+        if command == "idle" { return idle(Set(args), connection: connection) }
+        do {
+            let output = try perform(command, args)
+            return .success(output)
+        } catch let failure as Failure {
+            return .failure(failure)
+        } catch {
+            return .failure(Failure(code: Failure.system, command: command, message: "\(error)"))
+        }
+    }
+
+    /// Splits a command line: words, or "quoted strings" with backslash escapes.
+    static func split(_ line: String) throws -> [String] {
+        var words: [String] = []
+        var current = ""
+        var inQuotes = false
+        var escaped = false
+        var started = false
+        for character in line {
+            if escaped { current.append(character); escaped = false; continue }
+            if inQuotes {
+                if character == "\\" { escaped = true } else if character == "\"" { inQuotes = false } else { current.append(character) }
+                continue
+            }
+            if character == "\"" { inQuotes = true; started = true; continue }
+            if character == " " || character == "\t" {
+                if started { words.append(current); current = ""; started = false }
+                continue
+            }
+            current.append(character)
+            started = true
+        }
+        if inQuotes { throw SystemPlayerWireError(description: "Invalid unquoted character") }
+        if started { words.append(current) }
+        return words
+    }
+
+    // MARK: - Idle
+
+    private func idle(_ wanted: Set<String>, connection: Connection) -> Outcome {
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else {
+            return .failure(Failure(code: Failure.system, command: "idle", message: String(cString: strerror(errno))))
+        }
+        defer { close(pipeEnds[0]); close(pipeEnds[1]) }
+        for end in pipeEnds {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+        let id = state.withLock { state in
+            defer { state.nextIdler += 1 }
+            state.idlers[state.nextIdler] = Idler(wanted: wanted, wake: pipeEnds[1])
+            return state.nextIdler
+        }
+        defer { _ = state.withLock { $0.idlers.removeValue(forKey: id) } }
+        while true {
+            let changes = state.withLock { $0.idlers[id]?.changes ?? [] }
+            if !changes.isEmpty {
+                return .success(changes.sorted().map { "changed: \($0)\n" }.joined())
+            }
+            var descriptors = [pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0),
+                               pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)]
+            if !connection.buffer.isEmpty { descriptors[0].revents = Int16(POLLIN) } else { _ = poll(&descriptors, 2, -1) }
+            if descriptors[1].revents != 0 { var drain = [UInt8](repeating: 0, count: 64); _ = read(pipeEnds[0], &drain, 64) }
+            if descriptors[0].revents != 0 {
+                // The only command allowed while idle: noidle (anything else ends the connection).
+                guard let line = connection.readLine() else { return .closed }
+                guard line.trimmingCharacters(in: .whitespaces) == "noidle" else { return .closed }
+                let changes = state.withLock { $0.idlers[id]?.changes ?? [] }
+                return .success(changes.sorted().map { "changed: \($0)\n" }.joined())
+            }
+        }
+    }
+
+    // MARK: - Commands
+
+    private func perform(_ command: String, _ args: [String]) throws -> String {
+        func int(_ index: Int) throws -> Int {
+            guard index < args.count, let value = Int(args[index]) else {
+                throw Failure(code: Failure.argument, command: command, message: "Integer expected: \(index < args.count ? args[index] : "nothing")")
+            }
+            return value
+        }
+        func number(_ index: Int) throws -> Double {
+            guard index < args.count, let value = Double(args[index].trimmingCharacters(in: CharacterSet(charactersIn: "+"))) else {
+                throw Failure(code: Failure.argument, command: command, message: "Number expected")
+            }
+            return value
+        }
+        func flag(_ index: Int) throws -> Bool {
+            guard index < args.count, args[index] == "0" || args[index] == "1" else {
+                throw Failure(code: Failure.argument, command: command, message: "Boolean (0/1) expected")
+            }
+            return args[index] == "1"
+        }
+        func entries() -> ApplicationMusicPlayer.Queue.Entries { player.queue.entries }
+        func position(ofID id: Int) throws -> Int {
+            guard let index = entries().firstIndex(where: { Self.songID($0) == id }) else {
+                throw Failure(code: Failure.noExist, command: command, message: "No such song")
+            }
+            return index
+        }
+        func jump(to index: Int) throws {
+            let all = entries()
+            guard all.indices.contains(index) else { throw Failure(code: Failure.argument, command: command, message: "Bad song index") }
+            player.queue.currentEntry = all[index]
+        }
+        func playNow() throws { try waitFor { [player] in try await player.play() } }
+
+        switch command {
+        case "ping", "clearerror": return ""
+        case "status": return status()
+        case "currentsong":
+            guard let entry = player.queue.currentEntry, let index = entries().firstIndex(of: entry) else { return "" }
+            return Self.describe(entry, position: index)
+        case "play":
+            if !args.isEmpty { try jump(to: try int(0)) }
+            try playNow()
+        case "playid":
+            if !args.isEmpty { try jump(to: try position(ofID: try int(0))) }
+            try playNow()
+        case "pause":
+            let pausing = args.isEmpty ? player.state.playbackStatus == .playing : try flag(0)
+            if pausing { player.pause() } else { try playNow() }
+        case "stop": player.stop()
+        case "next": try waitFor { [player] in try await player.skipToNextEntry() }
+        case "previous": try waitFor { [player] in try await player.skipToPreviousEntry() }
+        case "seek", "seekid":
+            let index = command == "seek" ? try int(0) : try position(ofID: try int(0))
+            let time = try number(1)
+            if player.queue.currentEntry != entries()[safe: index] { try jump(to: index) }
+            player.playbackTime = time
+        case "seekcur":
+            guard let text = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing time") }
+            let value = try number(0)
+            player.playbackTime = text.hasPrefix("+") || text.hasPrefix("-") ? player.playbackTime + value : value
+        case "add", "addid":
+            guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
+            let item = try Self.item(for: uri, command: command)
+            let count = entries().count
+            try waitFor { [player] in try await player.queue.insert(item.item, position: .tail) }
+            var all = entries()
+            if command == "addid", args.count > 1 {
+                let target = min(max(try int(1), 0), count)
+                let added = Array(all[count...])
+                all.removeSubrange(count...)
+                all.insert(contentsOf: added, at: target)
+                player.queue.entries = all
+                notifyChanged(["playlist"])
+                return "Id: \(Self.songID(all[target]))\n"
+            }
+            notifyChanged(["playlist"])
+            return command == "addid" ? "Id: \(all.indices.contains(count) ? Self.songID(all[count]) : 0)\n" : ""
+        case "clear":
+            player.queue = ApplicationMusicPlayer.Queue(items: [])
+            notifyChanged(["playlist", "player"])
+            return ""
+        case "delete":
+            var all = entries()
+            let range = try Self.range(args.first, count: all.count, command: command)
+            all.removeSubrange(range)
+            player.queue.entries = all
+            notifyChanged(["playlist"])
+            return ""
+        case "deleteid":
+            var all = entries()
+            all.remove(at: try position(ofID: try int(0)))
+            player.queue.entries = all
+            notifyChanged(["playlist"])
+            return ""
+        case "move":
+            var all = entries()
+            let from = try Self.range(args.first, count: all.count, command: command)
+            let to = try int(1)
+            let moved = Array(all[from])
+            all.removeSubrange(from)
+            guard to >= 0, to <= all.count else { throw Failure(code: Failure.argument, command: command, message: "Bad song index") }
+            all.insert(contentsOf: moved, at: to)
+            player.queue.entries = all
+            notifyChanged(["playlist"])
+            return ""
+        case "playlistinfo", "playlistid", "plchanges":
+            let all = entries()
+            var indices = Array(all.indices)
+            if command == "playlistinfo", let text = args.first { indices = Array(try Self.range(text, count: all.count, command: command)) }
+            if command == "playlistid", !args.isEmpty { indices = [try position(ofID: try int(0))] }
+            if command == "plchanges", try int(0) >= state.withLock({ $0.playlistVersion }) { indices = [] }
+            return indices.map { Self.describe(all[$0], position: $0) }.joined()
+        case "repeat":
+            let on = try flag(0)
+            player.state.repeatMode = on ? (player.state.repeatMode == .one ? .one : .all) : .none
+        case "single":
+            let on = try flag(0)
+            player.state.repeatMode = on ? .one : .none
+        case "random": player.state.shuffleMode = try flag(0) ? .songs : .off
+        case "consume":
+            guard try !flag(0) else { throw Failure(code: Failure.argument, command: command, message: "consume mode is not supported") }
+        case "find", "search":
+            return try find(args, exact: command == "find", command: command)
+        case "list":
+            return try list(args, command: command)
+        case "tagtypes": return ["Artist", "Album", "Title", "Genre", "Track"].map { "tagtype: \($0)\n" }.joined()
+        case "outputs": return "outputid: 0\noutputname: \(player.engineConfiguration.deviceName)\nplugin: alsa\noutputenabled: 1\n"
+        case "commands":
+            return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
+                    "consume", "currentsong", "delete", "deleteid", "find", "idle", "list", "move", "next", "noidle", "outputs",
+                    "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous", "random", "repeat",
+                    "search", "seek", "seekcur", "seekid", "single", "status", "stop", "tagtypes"].map { "command: \($0)\n" }.joined()
+        default:
+            throw Failure(code: Failure.unknown, command: command, message: "unknown command \"\(command)\"")
+        }
+        notifyChanged(["repeat", "single", "random", "consume"].contains(command) ? ["options"] : ["player"])
+        return ""
+    }
+
+    private func notifyChanged(_ subsystems: Set<String>) {
+        changed()
+        notify(subsystems)
+    }
+
+    private func status() -> String {
+        let state = player.state
+        let all = player.queue.entries
+        var lines = [
+            "volume: 100",
+            "repeat: \(state.repeatMode == MusicPlayer.RepeatMode.none || state.repeatMode == nil ? 0 : 1)",
+            "random: \(state.shuffleMode == .songs ? 1 : 0)",
+            "single: \(state.repeatMode == .one ? 1 : 0)",
+            "consume: 0",
+            "playlist: \(self.state.withLock { $0.playlistVersion })",
+            "playlistlength: \(all.count)",
+        ]
+        let playing: String = switch state.playbackStatus {
+        case .playing, .seekingForward, .seekingBackward: "play"
+        case .paused: "pause"
+        case .stopped, .interrupted: "stop"
+        }
+        lines.append("state: \(playing)")
+        if let entry = player.queue.currentEntry, let index = all.firstIndex(of: entry) {
+            lines.append("song: \(index)")
+            lines.append("songid: \(Self.songID(entry))")
+            let elapsed = player.playbackTime
+            lines.append("elapsed: \(String(format: "%.3f", elapsed))")
+            if let duration = entry.itemDuration {
+                lines.append("time: \(Int(elapsed)):\(Int(duration.rounded()))")
+                lines.append("duration: \(String(format: "%.3f", duration))")
+            }
+            if all.indices.contains(index + 1) {
+                lines.append("nextsong: \(index + 1)")
+                lines.append("nextsongid: \(Self.songID(all[index + 1]))")
+            }
+        }
+        if let device = player.engineStatistics.device, playing != "stop" {
+            lines.append("audio: \(device.sampleRate):16:\(device.channelCount)")
+        }
+        return lines.map { $0 + "\n" }.joined()
+    }
+
+    // MARK: - Songs
+
+    /// An entry's MPD song ID: its serial number.
+    static func songID(_ entry: MusicPlayer.Queue.Entry) -> Int { Int(entry.serial) }
+
+    static func describe(_ entry: MusicPlayer.Queue.Entry, position: Int) -> String {
+        describe(entry.resource) + "Pos: \(position)\nId: \(songID(entry))\n"
+    }
+
+    /// A song's lines: file, Title, Artist, Album, Genre, Track, Time/duration.
+    static func describe(_ resource: ResourceObject) -> String {
+        var lines = ["file: \(resource.string("filePath") ?? "musickit:\(resource.id)")"]
+        if let title = resource.string("name") { lines.append("Title: \(title)") }
+        if let artist = resource.string("artistName") { lines.append("Artist: \(artist)") }
+        if let album = resource.string("albumName") { lines.append("Album: \(album)") }
+        if let genre = resource.strings("genreNames")?.first { lines.append("Genre: \(genre)") }
+        if let track = resource.int("trackNumber") { lines.append("Track: \(track)") }
+        if let duration = resource.duration() {
+            lines.append("Time: \(Int(duration.rounded()))")
+            lines.append("duration: \(String(format: "%.3f", duration))")
+        }
+        return lines.map { Self.oneLine($0) + "\n" }.joined()
+    }
+
+    /// A value on one line (a newline in a tag would end the response early).
+    private static func oneLine(_ text: String) -> String {
+        text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ")
+    }
+
+    /// `POS` or `START:END` (END may be left out: to the end).
+    private static func range(_ text: String?, count: Int, command: String) throws -> Range<Int> {
+        guard let text else { throw Failure(code: Failure.argument, command: command, message: "missing position") }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard let start = Int(parts[0]), start >= 0 else { throw Failure(code: Failure.argument, command: command, message: "Bad song index") }
+        let end = parts.count > 1 ? (parts[1].isEmpty ? count : Int(parts[1]) ?? -1) : start + 1
+        guard end >= start, end <= count, start < count || (start == end && start == count) else {
+            throw Failure(code: Failure.argument, command: command, message: "Bad song index")
+        }
+        return start..<end
+    }
+
+    /// What a URI names: a file (a path or file://), or `musickit:ID` (a catalog or library song).
+    private static func item(for uri: String, command: String) throws -> PlayResolutionItem {
+        if uri.hasPrefix("musickit:") {
+            let id = String(uri.dropFirst("musickit:".count))
+            let found = try waitFor { () -> PlayResolutionItem? in
+                if let song = try await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: MusicItemID(id)).response().items.first {
+                    return PlayResolutionItem(item: song)
+                }
+                var library = MusicLibraryRequest<Song>()
+                library.filter(matching: \.id, equalTo: MusicItemID(id))
+                return try await library.response().items.first.map { PlayResolutionItem(item: $0) }
+            }
+            guard let found else { throw Failure(code: Failure.noExist, command: command, message: "No such song: \(id)") }
+            return found
+        }
+        let path = uri.hasPrefix("file://") ? URL(string: uri)?.path ?? uri : uri
+        guard path.hasPrefix("/"), FileManager.default.fileExists(atPath: path) else {
+            throw Failure(code: Failure.noExist, command: command, message: "No such file: \(uri) (give an absolute path or musickit:ID)")
+        }
+        return PlayResolutionItem(item: Song(fileURL: URL(fileURLWithPath: path)))
+    }
+
+    /// Songs of the library and the catalog whose tag contains (`search`) or equals (`find`) the
+    /// value; pairs of TYPE VALUE, all must match.
+    private func find(_ args: [String], exact: Bool, command: String) throws -> String {
+        guard args.count >= 2, args.count % 2 == 0 else {
+            throw Failure(code: Failure.argument, command: command, message: "incorrect arguments (TYPE VALUE pairs)")
+        }
+        let pairs = stride(from: 0, to: args.count, by: 2).map { (args[$0].lowercased(), args[$0 + 1]) }
+        let keys = ["title": ["name"], "artist": ["artistName"], "album": ["albumName"], "genre": ["genreNames"],
+                    "any": ["name", "artistName", "albumName"], "file": ["filePath"]]
+        for (tag, _) in pairs where keys[tag] == nil {
+            throw Failure(code: Failure.argument, command: command, message: "Unknown tag type: \(tag)")
+        }
+        let term = pairs.map(\.1).joined(separator: " ")
+        let songs = try waitFor { () -> [SendableResource] in
+            var found: [ResourceObject] = []
+            if let library = try? await MusicLibrarySearchRequest(term: term, types: [Song.self]).response() {
+                found += library.songs.map(\.resource)
+            }
+            var catalog = MusicCatalogSearchRequest(term: term, types: [Song.self])
+            catalog.limit = 50
+            if let response = try? await catalog.response() { found += response.songs.map(\.resource) }
+            return found.map(SendableResource.init)
+        }.map(\.resource)
+        func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
+        let matching = songs.filter { song in
+            pairs.allSatisfy { tag, value in
+                keys[tag]!.contains { key in
+                    let values = song.strings(key) ?? song.string(key).map { [$0] } ?? []
+                    return values.contains { exact ? fold($0) == fold(value) : fold($0).contains(fold(value)) }
+                }
+            }
+        }
+        return matching.map { Self.describe($0) }.joined()
+    }
+
+    /// The distinct values of a tag over the library and the catalog (`list artist`).
+    private func list(_ args: [String], command: String) throws -> String {
+        guard let tag = args.first?.lowercased() else { throw Failure(code: Failure.argument, command: command, message: "missing tag type") }
+        let key: String
+        switch tag {
+        case "artist", "albumartist": key = "artistName"
+        case "album": key = "albumName"
+        case "title": key = "name"
+        case "genre": key = "genreNames"
+        default: throw Failure(code: Failure.argument, command: command, message: "Unknown tag type: \(tag)")
+        }
+        let songs = try waitFor { () -> [SendableResource] in
+            var found = (try? await MusicLibraryRequest<Song>().response().items.map(\.resource)) ?? []
+            let service = try await MusicCatalogService.current()
+            found += try service.allResources(type: "songs", account: service.account, limit: 10_000, offset: 0).items
+            return found.map(SendableResource.init)
+        }.map(\.resource)
+        var seen = Set<String>()
+        let values = songs.flatMap { $0.strings(key) ?? $0.string(key).map { [$0] } ?? [] }.filter { seen.insert($0).inserted }.sorted()
+        let label = tag == "albumartist" ? "AlbumArtist" : tag.prefix(1).uppercased() + tag.dropFirst()
+        return values.map { "\(label): \(Self.oneLine($0))\n" }.joined()
+    }
+}
+
+/// A resource handed out of an async closure (a value type of JSON values).
+private struct SendableResource: @unchecked Sendable {
+    let resource: ResourceObject
+}
+
+/// A playable item handed out of an async closure.
+private struct PlayResolutionItem: @unchecked Sendable {
+    // @unchecked: every PlayableMusicItem of this framework is a Sendable value type.
+    let item: any PlayableMusicItem
+}
+
+private extension Collection {
+    subscript(safe index: Index) -> Element? { indices.contains(index) ? self[index] : nil }
+}
