@@ -208,6 +208,27 @@ struct PeerBenchmarks {
         report.add(Row("MPD (\(label)) skip: `next` on an open connection -> next file's sound", starts: nextChecks,
                        landingFloor: floor))
 
+        if let mpc = Self.installed("mpc") {
+            var mpcNextChecks: [StartCheck] = []
+            for _ in 0..<runs {
+                load([fixtures.silence, fixtures.sweep])
+                connection.command("play")
+                let since = monotonicNanoseconds()
+                Thread.sleep(forTimeInterval: 0.8)
+                let process = Process()
+                process.executableURL = mpc
+                process.arguments = ["-q", "-p", String(server.port), "next"]
+                process.standardOutput = FileHandle.nullDevice
+                let call = monotonicNanoseconds()
+                try? process.run()
+                mpcNextChecks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples))
+                process.waitUntilExit()
+            }
+            connection.command("stop")
+            report.add(Row("MPD (\(label)) skip via `mpc next` -> next file's sound", starts: mpcNextChecks, landingFloor: floor,
+                           note: "process start -> sound"))
+        }
+
         var seekChecks: [StartCheck] = []
         for _ in 0..<runs {
             load([fixtures.silenceThenSweep])

@@ -203,7 +203,7 @@ struct PlayerBenchmarks {
 }
 
 /// When a task made its call (CLOCK_MONOTONIC), read from the thread that started the task.
-private final class CallTime: Sendable {
+final class CallTime: Sendable {
     private let nanoseconds = Atomic<UInt64>(0)
 
     func mark() { nanoseconds.store(monotonicNanoseconds(), ordering: .releasing) }

@@ -10,7 +10,7 @@ let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
                       [--output FILE]
 
-groups: ttfa, skip, seek, gap, cpu, load, player, ring, decode, cli, peers, catalog, library, and fuzz (only
+groups: ttfa, skip, seek, gap, cpu, load, player, system, ring, decode, cli, peers, catalog, library, and fuzz (only
 when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant crashed or hung)
 --songs N: songs in the generated catalog (default 1,000,000)
 --mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed
@@ -93,7 +93,7 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "cli", "peers"]
+let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "system", "cli", "peers"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
@@ -121,6 +121,11 @@ if realTimeGroups.contains(where: { wants($0) }) {
         progress("ApplicationMusicPlayer")
         try PlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
                              landingFloor: floor).run()
+    }
+    if wants("system") {
+        progress("SystemMusicPlayer through musickitd")
+        try SystemPlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+                                   landingFloor: floor, musickit: musickit).run()
     }
     if wants("cli") { progress("command-line start"); peers.commandLineTTFA(floor: floor, control: control) }
     if wants("peers") {
@@ -152,6 +157,11 @@ if realTimeGroups.contains(where: { wants($0) }) {
         ratio("engine skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
         ratio("player skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
         ratio("engine seek: seek(toFrame:) -> sound at the target", "MPD (\(output)) seek: `seekcur 2` -> sound at the target")
+        ratio("system player TTFA after prepareToPlay(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+        ratio("system player skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
+        ratio("musickit next (CLI) -> next entry's sound", "MPD (\(output)) skip via `mpc next` -> next file's sound")
+        ratio("musickitd via `mpc next` -> next entry's sound", "MPD (\(output)) skip via `mpc next` -> next file's sound")
+        ratio("musickitd TTFA via `mpc play` -> sound", "MPD (\(output)) TTFA via `mpc play` -> sound")
     }
     ratio("engine skip: skipToNextEntry() -> next entry's sound", "mpv skip: playlist-next over IPC -> next file's sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")

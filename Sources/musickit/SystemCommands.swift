@@ -80,7 +80,7 @@ enum SystemCommand {
     static func withPlayer(_ name: String, _ body: (SystemMusicPlayer) throws -> Void) -> ExitCode {
         let player = SystemMusicPlayer(environment: nil)
         do {
-            try player.synchronize()  // connected, the daemon's state taken
+            try player.connect()  // the daemon's state taken (it is started if none runs)
             try body(player)
             return .success
         } catch {

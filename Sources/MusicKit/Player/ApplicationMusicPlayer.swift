@@ -115,7 +115,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var intent: Intent = .stopped
         var startWaiters: [CheckedContinuation<Void, any Error>] = []
         /// Skips waiting for the entry they go to to be heard.
-        var entryWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        var entryWaiters: [UUID: @Sendable () -> Void] = [:]
         /// Why entries failed since `play()` started the queue (for its error).
         var failures: [String] = []
         var heardToken: AudioEntry.Token?
@@ -359,6 +359,14 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     public override func skipToNextEntry() async throws {
+        guard let skip = nextEntrySkip() else { return }
+        await waitForEntryChange(skip)
+    }
+
+    /// Decides where a skip goes and returns the engine call that makes it; nil when nothing
+    /// is left to call (nothing plays: the current entry moved; or the queue ended: stopped).
+    private func nextEntrySkip() -> (() -> Void)? {
+        let engine = self.engine
         let (contents, _) = playerQueue.snapshot
         guard isStreamOpen else {
             // Nothing plays: move the current entry.
@@ -367,27 +375,25 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
                 playerQueue.setCurrentEntryID(next.id)
                 control.withLock { $0.pendingStartTime = nil }
             }
-            return
+            return nil
         }
         let pendingJump = provider.pendingJumpEntryID
         if pendingJump != nil || (state.repeatMode == .one && state.shuffleMode != .songs) {
             // From the entry a jump is headed for (not heard yet), or out of a repeated entry
             // (repeat one repeats at the end of an entry; a skip goes on).
             guard let id = pendingJump ?? heardEntry.entry?.id, let index = contents.index(ofEntryID: id) else {
-                await waitForEntryChange { engine.skipToNextEntry() }
-                return
+                return { engine.skipToNextEntry() }
             }
             let next = contents.entry(at: index + 1) ?? (state.repeatMode == MusicPlayer.RepeatMode.none ? nil : contents.entry(at: 0))
             guard let next else {
                 stop()
-                return
+                return nil
             }
             provider.jump(to: next.id)
-            await waitForEntryChange { engine.skipToNextEntryAskingProvider() }
-            return
+            return { engine.skipToNextEntryAskingProvider() }
         }
         let asking = control.withLock { control in defer { control.nextMayBeStale = false }; return control.nextMayBeStale }
-        await waitForEntryChange { asking ? engine.skipToNextEntryAskingProvider() : engine.skipToNextEntry() }
+        return { asking ? engine.skipToNextEntryAskingProvider() : engine.skipToNextEntry() }
     }
 
     /// Runs `skip` and waits until the entry it goes to is heard (so that `queue.currentEntry`
@@ -395,12 +401,26 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     private func waitForEntryChange(_ skip: () -> Void) async {
         let id = UUID()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            control.withLock { $0.entryWaiters[id] = continuation }
+            control.withLock { $0.entryWaiters[id] = { continuation.resume() } }
             skip()
             Task { [weak self] in
                 try? await Task.sleep(for: .seconds(2))
-                self?.control.withLock { $0.entryWaiters.removeValue(forKey: id) }?.resume()
+                self?.control.withLock { $0.entryWaiters.removeValue(forKey: id) }?()
             }
+        }
+    }
+
+    /// `skipToNextEntry()` for a thread that may block (the system player's daemon serves each
+    /// client on one): the engine is called on this thread at once — no hop to a task first —
+    /// and the call returns when the next entry is heard (or as `skipToNextEntry()` returns).
+    func skipToNextEntryBlocking() {
+        guard let skip = nextEntrySkip() else { return }
+        let id = UUID()
+        let heard = DispatchSemaphore(value: 0)
+        control.withLock { $0.entryWaiters[id] = { heard.signal() } }
+        skip()
+        if heard.wait(timeout: .now() + 2) == .timedOut {
+            _ = control.withLock { $0.entryWaiters.removeValue(forKey: id) }
         }
     }
 
@@ -409,7 +429,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             defer { control.entryWaiters = [:] }
             return control.entryWaiters
         }
-        for waiter in waiters.values { waiter.resume() }
+        for waiter in waiters.values { waiter() }
     }
 
     /// The previous entry, or the start of this one when it has played for more than
@@ -581,7 +601,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
                 let isNew = control.recordedToken != token
                 control.heardToken = token
                 control.recordedToken = token
-                var entryWaiters: [CheckedContinuation<Void, Never>] = []
+                var entryWaiters: [@Sendable () -> Void] = []
                 if isNew {
                     entryWaiters = Array(control.entryWaiters.values)
                     control.entryWaiters = [:]
@@ -590,7 +610,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             }
             if intent == .playing && !seeking { state.setPlaybackStatus(.playing) }
             for waiter in waiters { waiter.resume() }
-            for waiter in entryWaiters { waiter.resume() }
+            for waiter in entryWaiters { waiter() }
             if isNewEntry { listeners.emit(.entryStarted(issued.entry)) }
         case .entryFailed(let token, let error):
             let reason = error.description

@@ -318,7 +318,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             let pausing = args.isEmpty ? player.state.playbackStatus == .playing : try flag(0)
             if pausing { player.pause() } else { try playNow() }
         case "stop": player.stop()
-        case "next": try waitFor { [player] in try await player.skipToNextEntry() }
+        case "next": player.skipToNextEntryBlocking()
         case "previous": try waitFor { [player] in try await player.skipToPreviousEntry() }
         case "seek", "seekid":
             let index = command == "seek" ? try int(0) : try position(ofID: try int(0))

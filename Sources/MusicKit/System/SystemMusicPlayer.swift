@@ -113,6 +113,12 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         try connection.call("shutdown")
     }
 
+    /// Connects now (starting the daemon if none runs), the daemon's state taken; throws when
+    /// it cannot be reached.
+    package func connect() throws {
+        try connection.connect()
+    }
+
     /// Waits until the daemon has taken every request sent so far (they are taken in order),
     /// and the state they made has arrived; throws when the daemon cannot be reached.
     package func synchronize() throws {
@@ -278,6 +284,11 @@ final class SystemPlayerConnection: @unchecked Sendable {
     /// Connects (and subscribes to the state) if not connected; a failure is left for the next call.
     func ensureConnected() {
         _ = try? connectedDescriptor()
+    }
+
+    /// Connects (starting the daemon if needed) or throws why not.
+    func connect() throws {
+        _ = try connectedDescriptor()
     }
 
     /// Connects if a daemon answers, without starting one; whether connected.

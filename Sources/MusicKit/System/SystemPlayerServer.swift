@@ -21,6 +21,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private let clients = Mutex<[UInt64: Client]>([:])
     private let nextClientID = Atomic<UInt64>(1)
     private let persistQueue = DispatchQueue(label: "musickitd.persist")
+    private let prepareQueue = DispatchQueue(label: "musickitd.prepare")
     private var listener: Int32 = -1
     private var lockDescriptor: Int32 = -1
     private var positionTimer: DispatchSourceTimer?
@@ -66,6 +67,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             throw SystemPlayerWireError(description: "\(path): \(String(cString: strerror(errno)))")
         }
         restore()
+        prepareSoon()
         player.listeners.add { [weak self] event in self?.playerEvent(event) }
         let mpd = MPDProtocolServer(player: player) { [weak self] in self?.changed(subsystems: []) }
         try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path, isThisUser: SystemPlayerServer.peerIsThisUser)
@@ -163,6 +165,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             queue.replaceContents(contents)
             if let start = args["start"] as? Int, let entry = contents.entry(at: start) { queue.setCurrentEntryID(entry.id) }
             player.queue = queue
+            prepareSoon()
         case "insert":
             let contents = try SystemPlayerWire.contents(from: args["parts"] as? [[String: Any]] ?? [])
             let entries = contents.entries(in: 0..<contents.count)
@@ -171,8 +174,10 @@ package final class SystemPlayerServer: @unchecked Sendable {
         case "play": try waitFor { [player] in try await player.play() }
         case "prepare": try waitFor { [player] in try await player.prepareToPlay() }
         case "pause": player.pause()
-        case "stop": player.stop()
-        case "next": try waitFor { [player] in try await player.skipToNextEntry() }
+        case "stop":
+            player.stop()
+            prepareSoon()
+        case "next": player.skipToNextEntryBlocking()
         case "previous": try waitFor { [player] in try await player.skipToPreviousEntry() }
         case "restart": player.restartCurrentEntry()
         case "seek":
@@ -190,6 +195,22 @@ package final class SystemPlayerServer: @unchecked Sendable {
             throw SystemPlayerWireError(description: "unknown request \"\(op)\"")
         }
         return nil
+    }
+
+    /// Keeps the current entry prepared while stopped: its first frames decoded and the device
+    /// open but silent, so that the next `play` (from any client: SystemMusicPlayer, musickit,
+    /// mpc) only starts the stream.
+    private func prepareSoon() {
+        prepareQueue.async { [weak self, player] in
+            guard player.state.playbackStatus == .stopped, !player.isPreparedToPlay else { return }
+            do {
+                try waitFor { try await player.prepareToPlay() }
+            } catch let error as MusicPlayer.PlaybackError where error == .emptyQueue {
+                // Nothing to prepare.
+            } catch {
+                self?.log("could not prepare the current entry (play will try again): \(error)")
+            }
+        }
     }
 
     // MARK: - State
@@ -232,7 +253,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
         case .entryFailed(let entry, let reason):
             log("skipped \(entry?.title ?? "an entry"): \(reason)")
             changed(event: "entryFailed", detail: "\(entry?.title ?? "an entry"): \(reason)")
-        case .queueFinished: changed(event: "queueFinished")
+        case .queueFinished:
+            changed(event: "queueFinished")
+            prepareSoon()
         case .interrupted(let reason):
             log("the audio device failed: \(reason)")
             changed(event: "interrupted", detail: reason)

@@ -1,0 +1,131 @@
+import AudioEngine
+import AudioMeasurement
+import Foundation
+import Glibc
+import MusicKit
+import Synchronization
+
+/// The system player through its daemon, measured like the in-process player (same sink, same
+/// recorder, same run): `SystemMusicPlayer` calls, the `musickit next` command, and MPD's own
+/// client `mpc` against musickitd's MPD socket.
+struct SystemPlayerBenchmarks {
+    let device: String
+    let recorder: MonitorRecorder
+    let fixtures: Fixtures
+    let runs: Int
+    let report: Report
+    let landingFloor: Int
+    let musickit: URL
+
+    private func settle() { Thread.sleep(forTimeInterval: 0.25) }
+
+    func run() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-system-bench-\(getpid())")
+        try? FileManager.default.removeItem(at: root)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let environment = MusicKitEnvironment(root: root, applicationIdentifier: "musickit-bench")
+        MusicKitEnvironment.current = environment
+        setenv("MUSICKIT_AUDIO_DEVICE", device, 1)
+        // The daemon built beside the command-line tool (scripts/build), unless MUSICKITD says.
+        if ProcessInfo.processInfo.environment["MUSICKITD"] == nil {
+            setenv("MUSICKITD", musickit.deletingLastPathComponent().appendingPathComponent("musickitd").path, 1)
+        }
+        let player = SystemMusicPlayer(environment: environment)
+        progress("system: musickitd \(try player.daemonProcessID())")
+        defer { try? player.stopDaemon() }
+        let sweep = Song(fileURL: fixtures.sweep)
+        let silence = Song(fileURL: fixtures.silence)
+        let commandEnvironment = ProcessInfo.processInfo.environment.merging([
+            "MUSICKIT_CONFIG_DIR": environment.configDirectory.path, "MUSICKIT_DATA_DIR": environment.dataDirectory.path,
+            "MUSICKIT_RUNTIME_DIR": environment.runtimeDirectory.path,
+            "MPD_HOST": environment.runtimeDirectory.appendingPathComponent("mpd.sock").path]) { $1 }
+
+        // Prepared play() through the daemon.
+        var prepared: [StartCheck] = []
+        for _ in 0..<runs {
+            let since = monotonicNanoseconds()
+            player.queue = MusicPlayer.Queue(for: [sweep])
+            do { try waitFor { try await player.prepareToPlay() } } catch { progress("prepare failed: \(error)"); continue }
+            Thread.sleep(forTimeInterval: 0.5)
+            prepared.append(check(since: since) { try await player.play() })
+            player.stop()
+            try? player.synchronize()
+            settle()
+        }
+        report.add(Row("system player TTFA after prepareToPlay(): play() -> sound", starts: prepared, landingFloor: landingFloor,
+                       note: "SystemMusicPlayer -> musickitd, a library song"))
+
+        // Skips: the API, the command, mpc.
+        func skips(_ name: String, note: String, _ skip: () throws -> UInt64) {
+            var checks: [StartCheck] = []
+            for _ in 0..<runs {
+                player.queue = MusicPlayer.Queue(for: [silence, sweep])
+                do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+                let since = monotonicNanoseconds()
+                Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
+                do {
+                    let call = try skip()
+                    checks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples, timeout: 3))
+                } catch {
+                    progress("\(name): \(error)")
+                }
+                player.stop()
+                try? player.synchronize()
+                settle()
+            }
+            report.add(Row(name, starts: checks, landingFloor: landingFloor, note: note))
+        }
+        skips("system player skip: skipToNextEntry() -> next entry's sound", note: "SystemMusicPlayer -> musickitd") {
+            let called = CallTime()
+            Task { called.mark(); try await player.skipToNextEntry() }
+            return called.wait()
+        }
+        skips("musickit next (CLI) -> next entry's sound", note: "process start -> sound; musickitd running") {
+            try Self.startProcess(musickit, ["next"], environment: commandEnvironment)
+        }
+        if let mpc = PeerBenchmarks.installed("mpc") {
+            skips("musickitd via `mpc next` -> next entry's sound", note: "process start -> sound; MPD protocol on mpd.sock") {
+                try Self.startProcess(mpc, ["-q", "next"], environment: commandEnvironment)
+            }
+            var plays: [StartCheck] = []
+            for _ in 0..<runs {
+                player.queue = MusicPlayer.Queue(for: [sweep])
+                try? player.synchronize()
+                settle()
+                do {
+                    let call = try Self.startProcess(mpc, ["-q", "play"], environment: commandEnvironment)
+                    plays.append(recorder.checkStart(since: call - 200_000_000, call: call, track: fixtures.sweepSamples, timeout: 3))
+                } catch {
+                    progress("mpc play: \(error)")
+                }
+                player.stop()
+                try? player.synchronize()
+                settle()
+            }
+            report.add(Row("musickitd TTFA via `mpc play` -> sound", starts: plays, landingFloor: landingFloor,
+                           note: "includes mpc start-up; queue set, stopped"))
+        }
+    }
+
+    /// `action` called on a new task, timed just before the call (as PlayerBenchmarks does).
+    private func check(since: UInt64, _ action: @escaping @Sendable () async throws -> Void) -> StartCheck {
+        let called = CallTime()
+        Task { called.mark(); try await action() }
+        return recorder.checkStart(since: since, call: called.wait(), track: fixtures.sweepSamples)
+    }
+
+    /// Starts a process (not waited for here: its sound is); returns the time it was started.
+    private static func startProcess(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> UInt64 {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        let start = monotonicNanoseconds()
+        try process.run()
+        DispatchQueue.global().async { process.waitUntilExit() }
+        return start
+    }
+}
