@@ -42,8 +42,12 @@ final class MPDProtocolServer: @unchecked Sendable {
     static let protocolVersion = "0.23.5"
     static let maximumLineBytes = 65_536
 
-    init(player: ApplicationMusicPlayer, changed: @escaping @Sendable () -> Void) {
+    /// The daemon's queue for changes to the player (commands run there, one at a time).
+    private let operations: DispatchQueue
+
+    init(player: ApplicationMusicPlayer, operations: DispatchQueue, changed: @escaping @Sendable () -> Void) {
         self.player = player
+        self.operations = operations
         self.changed = changed
     }
 
@@ -195,7 +199,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         if command == "close" { return .closed }
         if command == "idle" { return idle(Set(args), connection: connection) }
         do {
-            let output = try perform(command, args)
+            let output = try operations.sync { try perform(command, args) }
             return .success(output)
         } catch let failure as Failure {
             return .failure(failure)

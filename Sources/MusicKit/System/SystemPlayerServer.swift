@@ -21,7 +21,10 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private let clients = Mutex<[UInt64: Client]>([:])
     private let nextClientID = Atomic<UInt64>(1)
     private let persistQueue = DispatchQueue(label: "musickitd.persist")
-    private let prepareQueue = DispatchQueue(label: "musickitd.prepare")
+    /// Every change to the player, from any client (this protocol's and MPD's) and the daemon's
+    /// own preparing, runs here, one at a time: the player's transport is not made for two
+    /// callers at once (a prepare racing a play).
+    private let operations = DispatchQueue(label: "musickitd.operations")
     private var listener: Int32 = -1
     private var lockDescriptor: Int32 = -1
     private var positionTimer: DispatchSourceTimer?
@@ -69,7 +72,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         restore()
         prepareSoon()
         player.listeners.add { [weak self] event in self?.playerEvent(event) }
-        let mpd = MPDProtocolServer(player: player) { [weak self] in self?.changed(subsystems: []) }
+        let mpd = MPDProtocolServer(player: player, operations: operations) { [weak self] in self?.changed(subsystems: []) }
         try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path, isThisUser: SystemPlayerServer.peerIsThisUser)
         self.mpd = mpd
         startPositionTimer()
@@ -133,7 +136,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
             }
             let id = message["id"] as? Int ?? 0
             do {
-                let result = try handle(message, from: client)
+                // Reading the state needs no turn; everything else waits for its turn.
+                let readOnly = ["hello", "state"].contains(message["op"] as? String ?? "")
+                let result = readOnly ? try handle(message, from: client) : try operations.sync { try handle(message, from: client) }
                 var reply: [String: Any] = ["id": id, "ok": true, "state": snapshot()]
                 if let result { reply["result"] = result }
                 client.send(reply)
@@ -201,7 +206,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// open but silent, so that the next `play` (from any client: SystemMusicPlayer, musickit,
     /// mpc) only starts the stream.
     private func prepareSoon() {
-        prepareQueue.async { [weak self, player] in
+        operations.async { [weak self, player] in
             guard player.state.playbackStatus == .stopped, !player.isPreparedToPlay else { return }
             do {
                 try waitFor { try await player.prepareToPlay() }
