@@ -141,6 +141,33 @@ final class SystemMusicPlayerTests: XCTestCase {
             }
         }
         XCTAssertEqual(answered.withLock { $0 }, 50)
+
+        // Another user is refused even when the folder and the socket would let it in (as
+        // root, the test opens them up and connects as nobody).
+        if getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {
+            chmod(environment.runtimeDirectory.path, 0o755)
+            chmod(path, 0o666)
+            defer { chmod(environment.runtimeDirectory.path, 0o700); chmod(path, 0o600) }
+            let script = """
+                import socket, struct, json, sys
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                body = json.dumps({"v": 1, "id": 1, "op": "state"}).encode()
+                try:
+                    s.sendall(struct.pack('>I', len(body)) + body)
+                    print("answered" if s.recv(4) else "closed")
+                except OSError:
+                    print("closed")
+                """
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, path]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            XCTAssertEqual(text, "closed\n", "a peer of another uid gets nothing")
+        }
         let stat = try FileManager.default.attributesOfItem(atPath: path)
         XCTAssertEqual((stat[.posixPermissions] as? Int).map { $0 & 0o777 }, 0o600)
         XCTAssertEqual(player.state.playbackStatus, .playing)
