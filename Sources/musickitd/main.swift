@@ -40,6 +40,10 @@ if let unknown = arguments.first {
     FileHandle.standardError.write(Data("musickitd: unknown argument \(unknown)\n\(usage)\n".utf8))
     exit(2)
 }
+// The system player is the system's music app: it plays what an app hands it, and the app asked
+// for access on its own side (SystemMusicPlayer, `musickit play --system` check their own
+// authorization); catalog content still needs the account's subscription here.
+setenv("MUSICKIT_AUTHORIZATION", "authorized", 1)
 do {
     if try !SystemPlayerServer().run() {
         FileHandle.standardError.write(Data("musickitd: another musickitd already runs for this user\n".utf8))

@@ -66,6 +66,29 @@ final class SystemMusicPlayerTests: XCTestCase {
         await eventually("the mode made in one app seen in the other") { first.state.repeatMode == .all }
     }
 
+    /// Catalog songs play through the daemon (the system's music app) under the account's
+    /// subscription rule, and not without a subscription.
+    func testCatalogSongsFollowTheSubscriptionRule() async throws {
+        try authorizeTestApp()
+        let song = try await unwrapped(MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: BundledCatalog.ezerEv)
+            .response().items.first)
+        let player = client()
+        player.queue = [song]
+        try await player.play()
+        await eventually("the catalog song playing") {
+            player.state.playbackStatus == .playing && player.queue.currentEntry?.title == song.title
+        }
+        player.stop()
+        try setAccount { $0.isSubscribed = false }
+        player.queue = [song]
+        do {
+            try await player.play()
+            XCTFail("catalog content played without a subscription")
+        } catch {
+            XCTAssertTrue("\(error)".contains("subscription"), "\(error)")
+        }
+    }
+
     /// The daemon keeps its queue, current entry, position and modes: killed outright, the next
     /// call starts a new one that resumes there.
     func testAKilledDaemonIsRestartedByTheNextCallAndResumesWhereItWas() async throws {
