@@ -52,22 +52,14 @@ final class MPDProtocolServer: @unchecked Sendable {
     }
 
     /// Listens on `path` (0600) and serves each client on its own thread; refuses other users.
-    func listen(path: String, isThisUser: @escaping @Sendable (Int32) -> Bool) throws {
-        unlink(path)
-        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = try SystemPlayerWire.address(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(listener, 64) == 0 else {
-            throw SystemPlayerWireError(description: "\(path): \(String(cString: strerror(errno)))")
-        }
+    func listen(path: String) throws {
+        let listener = try SystemPlayerWire.listen(at: path)
         let thread = Thread { [weak self] in
             while true {
                 let descriptor = accept(listener, nil, nil)
                 if descriptor < 0 { if errno == EINTR || errno == ECONNABORTED { continue } else { return } }
                 _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-                guard isThisUser(descriptor) else { close(descriptor); continue }
+                guard SystemPlayerWire.peerIsThisUser(descriptor) else { close(descriptor); continue }
                 let client = Thread { [weak self] in
                     self?.serve(descriptor)
                     close(descriptor)
@@ -104,14 +96,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         init(descriptor: Int32) { self.descriptor = descriptor }
 
         func send(_ text: String) -> Bool {
-            let bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                if written < 0 { if errno == EINTR { continue } else { return false } }
-                offset += written
-            }
-            return true
+            (try? Array(text.utf8).withUnsafeBytes { try SystemPlayerWire.sendAll($0, on: descriptor) }) != nil
         }
 
         /// The next line (without its newline); nil when the client left or sent a line over the limit.

@@ -60,20 +60,12 @@ package final class SystemPlayerServer: @unchecked Sendable {
         guard lockDescriptor >= 0 else { throw SystemPlayerWireError(description: "lock: \(String(cString: strerror(errno)))") }
         guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
         let path = SystemPlayerWire.socketURL(environment).path
-        unlink(path)  // a socket left by a daemon that died: the lock says none runs
-        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = try SystemPlayerWire.address(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, chmod(path, 0o600) == 0, listen(listener, 128) == 0 else {
-            throw SystemPlayerWireError(description: "\(path): \(String(cString: strerror(errno)))")
-        }
+        listener = try SystemPlayerWire.listen(at: path)  // replaces a socket left by a daemon that died: the lock says none runs
         restore()
         prepareSoon()
         player.listeners.add { [weak self] event in self?.playerEvent(event) }
         let mpd = MPDProtocolServer(player: player, operations: operations) { [weak self] in self?.changed(subsystems: []) }
-        try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path, isThisUser: SystemPlayerServer.peerIsThisUser)
+        try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path)
         self.mpd = mpd
         startPositionTimer()
         installSignalHandlers()
@@ -87,7 +79,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
                 continue
             }
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-            guard SystemPlayerServer.peerIsThisUser(descriptor) else {
+            guard SystemPlayerWire.peerIsThisUser(descriptor) else {
                 log("refused a connection from another user")
                 close(descriptor)
                 continue
@@ -108,13 +100,6 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// The MPD protocol's socket (`MPD_HOST=<this path> mpc status`).
     package static func mpdSocketURL(_ environment: MusicKitEnvironment) -> URL {
         environment.runtimeDirectory.appendingPathComponent("mpd.sock")
-    }
-
-    @Sendable private static func peerIsThisUser(_ descriptor: Int32) -> Bool {
-        var credentials = PeerCredentials()
-        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
-        return credentials.uid == getuid()
     }
 
     private func log(_ text: String) {
@@ -349,13 +334,6 @@ package final class SystemPlayerServer: @unchecked Sendable {
         log("musickitd \(getpid()) stopped")
         exit(0)
     }
-}
-
-/// `struct ucred` (Glibc's module leaves it out without _GNU_SOURCE): what SO_PEERCRED fills in.
-private struct PeerCredentials {
-    var pid: pid_t = 0
-    var uid: uid_t = 0
-    var gid: gid_t = 0
 }
 
 extension SystemPlayerWire {

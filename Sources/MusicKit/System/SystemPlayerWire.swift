@@ -57,6 +57,28 @@ enum SystemPlayerWire {
         return descriptor
     }
 
+    /// A listening socket at `path` (0600; a socket file left there is replaced).
+    static func listen(at path: String) throws -> Int32 {
+        unlink(path)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = try address(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard listener >= 0, bound == 0, chmod(path, 0o600) == 0, Glibc.listen(listener, 128) == 0 else {
+            throw SystemPlayerWireError(description: "\(path): \(String(cString: strerror(errno)))")
+        }
+        return listener
+    }
+
+    /// Whether the peer of an accepted connection runs as this process's user (`SO_PEERCRED`).
+    static func peerIsThisUser(_ descriptor: Int32) -> Bool {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
+        return credentials.uid == getuid()
+    }
+
     /// Writes one framed message.
     static func send(_ object: [String: Any], on descriptor: Int32) throws {
         var message = object
@@ -66,16 +88,19 @@ enum SystemPlayerWire {
         var length = UInt32(body.count).bigEndian
         var frame = Data(bytes: &length, count: 4)
         frame.append(body)
-        try frame.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw SystemPlayerWireError(description: "send: \(String(cString: strerror(errno)))")
-                }
-                offset += written
+        try frame.withUnsafeBytes { try sendAll($0, on: descriptor) }
+    }
+
+    /// Writes all of `bytes` (partial writes, EINTR), without SIGPIPE when the peer is gone.
+    static func sendAll(_ bytes: UnsafeRawBufferPointer, on descriptor: Int32) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw SystemPlayerWireError(description: "send: \(String(cString: strerror(errno)))")
             }
+            offset += written
         }
     }
 
@@ -177,4 +202,11 @@ extension SystemPlayerWire {
         }
         return QueueContents(parts: made)
     }
+}
+
+/// `struct ucred` (Glibc's module leaves it out without _GNU_SOURCE): what SO_PEERCRED fills in.
+private struct PeerCredentials {
+    var pid: pid_t = 0
+    var uid: uid_t = 0
+    var gid: gid_t = 0
 }
