@@ -121,6 +121,9 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var heardToken: AudioEntry.Token?
         var recordedToken: AudioEntry.Token?
         var pendingStartTime: TimeInterval?
+        /// Where the open stream was asked to start: `playbackTime` until the engine reports
+        /// the position of what it plays (while it prepares, and after a cold `play()`).
+        var streamStartTime: TimeInterval?
         /// The queue or the modes changed since the engine last asked what comes next: its
         /// pre-decoded next entry may be the old one, so the next skip asks again.
         var nextMayBeStale = false
@@ -262,6 +265,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
                 // Every play() waiting for this start (this one among them) gets the error.
                 let waiters = control.withLock { control in
                     control.intent = .stopped
+                    control.streamStartTime = nil
                     defer { control.startWaiters = [] }
                     return control.startWaiters
                 }
@@ -298,6 +302,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             // The new stream reads the queue as it is now: what it prerolls next is current.
             control.nextMayBeStale = false
             defer { control.pendingStartTime = nil }
+            control.streamStartTime = control.pendingStartTime
             return control.pendingStartTime
         }
         engine.stop()
@@ -314,6 +319,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         do throws(AudioEngineError) {
             try engine.prepare(startingAtSeconds: startSeconds)
         } catch {
+            control.withLock { $0.streamStartTime = nil }
             throw PlaybackError(error, failures: [])
         }
     }
@@ -335,6 +341,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     private func stopEngine() {
         let (engine, waiters) = control.withLock { control in
             control.intent = .stopped
+            control.streamStartTime = nil
             defer { control.startWaiters = [] }
             return (control.engine, control.startWaiters)
         }
@@ -485,7 +492,9 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
                 let end = issued.audio.endTime ?? issued.entry.itemDuration
                 return end.map { min(seconds, $0) } ?? seconds
             }
-            return control.withLock { $0.pendingStartTime } ?? 0
+            // Preparing (the engine is still stopped) or starting: where it was asked to start.
+            let ended = engine.status == .finished
+            return control.withLock { $0.pendingStartTime ?? (ended ? nil : $0.streamStartTime) } ?? 0
         }
         set {
             let seconds = max(0, newValue)

@@ -113,7 +113,14 @@ final class SystemMusicPlayerTests: XCTestCase {
         }
         let pid = try player.daemonProcessID()
         XCTAssertGreaterThan(pid, 0)
-        try await Task.sleep(for: .milliseconds(200))  // the save after the pause (on the daemon's queue)
+        let pausedAt = player.playbackTime
+        XCTAssertEqual(pausedAt, 1.25, accuracy: 0.3, "paused just after the time it started at")
+        let stateFile = environment.dataDirectory.appendingPathComponent("system-player.json")
+        await eventually("the pause saved (the daemon writes its state after each change)") {
+            guard let data = try? Data(contentsOf: stateFile),
+                  let saved = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return false }
+            return saved["current"] as? Int == 1 && abs((saved["time"] as? Double ?? 0) - pausedAt) < 0.05
+        }
         XCTAssertEqual(kill(pid, SIGKILL), 0)
         await eventually("the daemon gone") { kill(pid, 0) != 0 }
 
