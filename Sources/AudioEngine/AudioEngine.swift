@@ -42,6 +42,8 @@ public final class AudioEngine: Sendable {
         var crossfadeSeconds: Double = 0
         var session: EngineSession?
         var status: AudioEngineStatus = .stopped
+        /// The session's last seek: its position is reported until the audio thread has it.
+        var pendingSeek: (serial: UInt64, frame: Int)?
     }
     private let control = Mutex(ControlState())
 
@@ -125,6 +127,7 @@ public final class AudioEngine: Sendable {
         let session = control.withLock { state -> EngineSession? in
             defer {
                 state.session = nil
+                state.pendingSeek = nil
                 state.status = .stopped
             }
             return state.session
@@ -156,7 +159,12 @@ public final class AudioEngine: Sendable {
 
     /// Moves within the entry being heard to `frame` (stream rate).
     public func seek(toFrame frame: Int) {
-        sendIfOpen(.seek(frame: max(0, frame))) { $0 }
+        control.withLock { state in
+            guard let session = state.session else { return }
+            let serial = (state.pendingSeek?.serial ?? 0) + 1
+            state.pendingSeek = (serial, max(0, frame))
+            session.send(.seek(frame: max(0, frame), serial: serial))
+        }
     }
 
     /// Moves within the entry being heard to `seconds`.
@@ -179,10 +187,16 @@ public final class AudioEngine: Sendable {
 
     /// What is heard now: the entry and the frame within it.
     public var position: AudioEnginePosition {
-        guard let session = control.withLock({ $0.session }) else {
+        let (session, pendingSeek) = control.withLock { ($0.session, $0.pendingSeek) }
+        guard let session else {
             return AudioEnginePosition(token: nil, frame: 0, sampleRate: 0)
         }
-        let (token, frame) = session.shared.readPosition()
+        // A seek not yet reached: its target (the frames before it are being dropped).
+        let seeking = pendingSeek.flatMap { seek in
+            session.shared.appliedSeekSerial.load(ordering: .sequentiallyConsistent) < seek.serial ? seek.frame : nil
+        }
+        let (token, heardFrame) = session.shared.readPosition()
+        let frame = seeking ?? heardFrame
         return AudioEnginePosition(token: token.map { .init(rawValue: $0) }, frame: frame,
                                    sampleRate: session.device.configuration.sampleRate)
     }

@@ -92,6 +92,8 @@ struct AudioRenderer: ~Copyable {
     private var readEntryFrame = 0
     private var segmentEpoch: UInt32 = 0
     private var requiredEpoch: UInt32 = 0
+    /// The last seek asked for; published when its frames arrive (see `apply`).
+    private var pendingSeekSerial: UInt64 = 0
     private var prerollSlotIndex = -1
     private var prerollOffset = 0
 
@@ -229,7 +231,8 @@ struct AudioRenderer: ~Copyable {
                 }
             case .skipToPrevious:
                 flushAndRequest(.previous(before: heardOrReadToken(), epoch: requiredEpoch &+ 1))
-            case .seek(let frame):
+            case .seek(let frame, let serial):
+                pendingSeekSerial = serial
                 flushAndRequest(.reposition(token: heardOrReadToken(), frame: frame, epoch: requiredEpoch &+ 1))
             case .stop:
                 stopRequested = true
@@ -733,6 +736,12 @@ struct AudioRenderer: ~Copyable {
             timeline.append(TimelineSegment(kind: kind, timelineFrame: timelineFrame, token: marker.token,
                                             entryFrame: marker.entryFrame,
                                             isNatural: marker.kind == .entryStart && marker.isNatural))
+            if shared.appliedSeekSerial.load(ordering: .relaxed) != pendingSeekSerial {
+                // The first frames since the last seek (or a skip after it): the position is
+                // the new one from here, also while paused.
+                publishPosition(played: playedFrame())
+                shared.appliedSeekSerial.store(pendingSeekSerial, ordering: .sequentiallyConsistent)
+            }
             return false
         case .failed:
             timeline.append(TimelineSegment(kind: .failed, timelineFrame: timelineFrame, token: marker.token,

@@ -266,8 +266,9 @@ enum AudioCommand {
     /// says comes next now.
     case skipToNext(askProvider: Bool)
     case skipToPrevious
-    /// Stream-rate frame within the entry being heard.
-    case seek(frame: Int)
+    /// Stream-rate frame within the entry being heard; `serial` is published as
+    /// `EngineSharedState.appliedSeekSerial` once the position is the target's.
+    case seek(frame: Int, serial: UInt64)
     case stop
 }
 

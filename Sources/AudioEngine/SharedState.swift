@@ -12,6 +12,8 @@ final class EngineSharedState: Sendable {
     private let positionFrame = Atomic<Int>(0)
     /// Frames heard since the stream opened (the timeline's played position).
     let playedFrames = Atomic<Int>(0)
+    /// The serial of the last seek whose position is published (AudioEngine.seek).
+    let appliedSeekSerial = Atomic<UInt64>(0)
 
     let underruns = Atomic<Int>(0)
     let underrunSilenceFrames = Atomic<Int>(0)

@@ -213,6 +213,27 @@ final class PlayerRealTimeTests: XCTestCase {
         XCTAssertEqual(player.state.playbackStatus, .playing)
     }
 
+    /// `playbackTime` is the seek's target as soon as it is set — paused (where the engine has
+    /// nothing to play it from until resumed) or playing — never the old position meanwhile.
+    func testASeekIsTheReportedTimeAtOnce() async throws {
+        let (songs, _) = try GeneratedSongs.tones([440], frames: 44_100 * 20, into: directory)
+        let player = try sharedPlayer()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        player.pause()
+        player.playbackTime = 7
+        XCTAssertEqual(player.playbackTime, 7, accuracy: 0.001, "paused, right after the seek")
+        try await Task.sleep(for: .milliseconds(200))
+        XCTAssertEqual(player.playbackTime, 7, accuracy: 0.001, "paused, later")
+        player.playbackTime = 12
+        XCTAssertEqual(player.playbackTime, 12, accuracy: 0.001, "a second seek while paused")
+        try await player.play()
+        player.playbackTime = 3
+        XCTAssertEqual(player.playbackTime, 3, accuracy: 0.05, "playing, right after the seek")
+        await eventually("playing on from 3 s") { player.playbackTime > 3.1 } detail: { "\(player.playbackTime)" }
+        XCTAssertLessThan(player.playbackTime, 5)
+    }
+
     func testASkipLeavesARepeatedEntryForTheNextOne() async throws {
         let (songs, _) = try GeneratedSongs.tones([440, 880], frames: 44_100 * 5, into: directory)
         let player = try sharedPlayer()
