@@ -18,6 +18,12 @@ if let directory = opendir("/proc/self/fd") {
     for descriptor in inherited { close(descriptor) }
 }
 
+// Signals blocked in the thread that started this process stay blocked in it: a client's
+// task thread blocks SIGTERM, which would make the daemon deaf to it. Unblock them all.
+var noSignals = sigset_t()
+sigemptyset(&noSignals)
+sigprocmask(SIG_SETMASK, &noSignals, nil)
+
 let usage = """
     usage: musickitd [--help]
 
