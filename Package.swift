@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite.
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite / CSystemd.
 import PackageDescription
 
 let package = Package(
@@ -21,6 +21,8 @@ let package = Package(
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // sd-bus, for MPRIS on the session bus.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         .target(
             name: "AudioEngine",
@@ -34,7 +36,7 @@ let package = Package(
         ),
         .target(
             name: "MusicKit",
-            dependencies: ["AudioEngine", "CSQLite"]
+            dependencies: ["AudioEngine", "CSQLite", "CSystemd"]
         ),
         .executableTarget(
             name: "musickit",

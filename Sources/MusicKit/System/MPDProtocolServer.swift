@@ -320,7 +320,12 @@ final class MPDProtocolServer: @unchecked Sendable {
             player.playbackTime = text.hasPrefix("+") || text.hasPrefix("-") ? player.playbackTime + value : value
         case "add", "addid":
             guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
-            let item = try Self.item(for: uri, command: command)
+            let item: PlayResolutionItem
+            do throws(SystemPlayerURIError) {
+                item = try SystemPlayerServer.item(forURI: uri)
+            } catch {
+                throw Failure(code: Failure.noExist, command: command, message: error.description)
+            }
             let count = entries().count
             try waitFor { [player] in try await player.queue.insert(item.item, position: .tail) }
             var all = entries()
@@ -372,10 +377,10 @@ final class MPDProtocolServer: @unchecked Sendable {
             return indices.map { Self.describe(all[$0], position: $0) }.joined()
         case "repeat":
             let on = try flag(0)
-            player.state.repeatMode = on ? (player.state.repeatMode == .one ? .one : .all) : .none
+            player.state.repeatMode = on ? (player.state.repeatMode == .one ? .one : .all) : MusicPlayer.RepeatMode.none
         case "single":
             let on = try flag(0)
-            player.state.repeatMode = on ? .one : .none
+            player.state.repeatMode = on ? .one : MusicPlayer.RepeatMode.none
         case "random": player.state.shuffleMode = try flag(0) ? .songs : .off
         case "consume":
             guard try !flag(0) else { throw Failure(code: Failure.argument, command: command, message: "consume mode is not supported") }
@@ -481,28 +486,6 @@ final class MPDProtocolServer: @unchecked Sendable {
         return start..<end
     }
 
-    /// What a URI names: a file (a path or file://), or `musickit:ID` (a catalog or library song).
-    private static func item(for uri: String, command: String) throws -> PlayResolutionItem {
-        if uri.hasPrefix("musickit:") {
-            let id = String(uri.dropFirst("musickit:".count))
-            let found = try waitFor { () -> PlayResolutionItem? in
-                if let song = try await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: MusicItemID(id)).response().items.first {
-                    return PlayResolutionItem(item: song)
-                }
-                var library = MusicLibraryRequest<Song>()
-                library.filter(matching: \.id, equalTo: MusicItemID(id))
-                return try await library.response().items.first.map { PlayResolutionItem(item: $0) }
-            }
-            guard let found else { throw Failure(code: Failure.noExist, command: command, message: "No such song: \(id)") }
-            return found
-        }
-        let path = uri.hasPrefix("file://") ? URL(string: uri)?.path ?? uri : uri
-        guard path.hasPrefix("/"), FileManager.default.fileExists(atPath: path) else {
-            throw Failure(code: Failure.noExist, command: command, message: "No such file: \(uri) (give an absolute path or musickit:ID)")
-        }
-        return PlayResolutionItem(item: Song(fileURL: URL(fileURLWithPath: path)))
-    }
-
     /// Songs of the library and the catalog whose tag contains (`search`) or equals (`find`) the
     /// value; pairs of TYPE VALUE, all must match.
     private func find(_ args: [String], exact: Bool, command: String) throws -> String {
@@ -565,12 +548,6 @@ final class MPDProtocolServer: @unchecked Sendable {
 /// A resource handed out of an async closure (a value type of JSON values).
 private struct SendableResource: @unchecked Sendable {
     let resource: ResourceObject
-}
-
-/// A playable item handed out of an async closure.
-private struct PlayResolutionItem: @unchecked Sendable {
-    // @unchecked: every PlayableMusicItem of this framework is a Sendable value type.
-    let item: any PlayableMusicItem
 }
 
 private extension Collection {

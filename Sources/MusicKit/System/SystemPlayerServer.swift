@@ -12,7 +12,9 @@ import Synchronization
 /// second one exits at once). The socket is 0600 in a 0700 folder, and a peer whose uid is not
 /// the daemon's is refused (`SO_PEERCRED`). Each connection is served on its own thread; a peer
 /// that sends something that is not a message of this protocol gets an error and is dropped,
-/// while playback goes on.
+/// while playback goes on. The same player is offered to MPD's clients (`MPDProtocolServer`, on
+/// `mpd.sock`) and to the desktop (`MPRISServer`, on the session bus); every change, whoever
+/// made it, goes through `changed`, which tells all three and saves the state.
 package final class SystemPlayerServer: @unchecked Sendable {
     // @unchecked: mutable state is in `clients` (a Mutex); the player is thread-safe.
     private let environment: MusicKitEnvironment
@@ -30,6 +32,8 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private var positionTimer: DispatchSourceTimer?
     /// MPD's protocol on `mpd.sock` beside the socket.
     private var mpd: MPDProtocolServer?
+    /// MPRIS on the session bus, when there is one.
+    private var mpris: MPRISServer?
 
     /// One connected peer.
     private final class Client: @unchecked Sendable {
@@ -67,6 +71,12 @@ package final class SystemPlayerServer: @unchecked Sendable {
         let mpd = MPDProtocolServer(player: player, operations: operations) { [weak self] in self?.changed(subsystems: []) }
         try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path)
         self.mpd = mpd
+        let mpris = MPRISServer(player: player, operations: operations,
+                                changed: { [weak self] subsystems in self?.changed(subsystems: subsystems) },
+                                quit: { [weak self] in self?.shutdown() },
+                                log: { [weak self] text in self?.log(text) })
+        self.mpris = mpris
+        mpris.start()
         startPositionTimer()
         installSignalHandlers()
         log("musickitd \(getpid()) serving \(path) (audio device: \(player.engineConfiguration.deviceName))")
@@ -234,6 +244,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         if let detail { message["detail"] = detail }
         for client in clients.withLock({ Array($0.values) }) where client.subscribed { client.send(message) }
         if !subsystems.isEmpty { mpd?.notify(subsystems) }
+        mpris?.notify()
         persist()
     }
 
@@ -333,6 +344,47 @@ package final class SystemPlayerServer: @unchecked Sendable {
         unlink(SystemPlayerServer.mpdSocketURL(environment).path)
         log("musickitd \(getpid()) stopped")
         exit(0)
+    }
+}
+
+/// A URI that names nothing playable.
+struct SystemPlayerURIError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A playable item handed out of an async closure.
+struct PlayResolutionItem: @unchecked Sendable {
+    // @unchecked: every PlayableMusicItem of this framework is a Sendable value type.
+    let item: any PlayableMusicItem
+}
+
+extension SystemPlayerServer {
+    /// What a URI that a client (MPD's `add`, MPRIS's `OpenUri`) names: a file (an absolute path
+    /// or `file://`), or `musickit:ID` (a catalog or library song).
+    static func item(forURI uri: String) throws(SystemPlayerURIError) -> PlayResolutionItem {
+        if uri.hasPrefix("musickit:") {
+            let id = String(uri.dropFirst("musickit:".count))
+            let found: PlayResolutionItem?
+            do {
+                found = try waitFor { () -> PlayResolutionItem? in
+                    if let song = try await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: MusicItemID(id)).response().items.first {
+                        return PlayResolutionItem(item: song)
+                    }
+                    var library = MusicLibraryRequest<Song>()
+                    library.filter(matching: \.id, equalTo: MusicItemID(id))
+                    return try await library.response().items.first.map { PlayResolutionItem(item: $0) }
+                }
+            } catch {
+                throw SystemPlayerURIError(description: "could not look up \(id): \(error)")
+            }
+            guard let found else { throw SystemPlayerURIError(description: "No such song: \(id)") }
+            return found
+        }
+        let path = uri.hasPrefix("file://") ? URL(string: uri)?.path ?? uri : uri
+        guard path.hasPrefix("/"), FileManager.default.fileExists(atPath: path) else {
+            throw SystemPlayerURIError(description: "No such file: \(uri) (give an absolute path, file://… or musickit:ID)")
+        }
+        return PlayResolutionItem(item: Song(fileURL: URL(fileURLWithPath: path)))
     }
 }
 

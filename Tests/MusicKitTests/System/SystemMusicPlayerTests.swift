@@ -134,6 +134,21 @@ final class SystemMusicPlayerTests: XCTestCase {
         XCTAssertEqual(after.queue.currentEntry?.title, "Tone 2")
     }
 
+    /// SIGTERM stops the daemon cleanly (its state saved, its socket removed), also when the
+    /// app that started it did so from a thread that blocks signals (as a task's thread does).
+    func testSIGTERMStopsTheDaemonAndKeepsItsState() async throws {
+        let player = client()
+        player.queue = MusicPlayer.Queue(for: try tones(2))
+        let pid = try player.daemonProcessID()
+        try player.synchronize()
+        XCTAssertEqual(kill(pid, SIGTERM), 0)
+        await eventually("the daemon gone after SIGTERM") { kill(pid, 0) != 0 }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: SystemPlayerWire.socketURL(environment).path), "its socket removed")
+        let stateFile = environment.dataDirectory.appendingPathComponent("system-player.json")
+        let saved = try JSONSerialization.jsonObject(with: Data(contentsOf: stateFile)) as? [String: Any]
+        XCTAssertEqual((saved?["parts"] as? [Any])?.isEmpty, false, "the queue saved")
+    }
+
     /// A peer that does not speak the protocol gets an error or is dropped; playback goes on,
     /// and 50 peers at once are all answered.
     func testHostilePeersAreDroppedAndManyPeersAreServed() async throws {
@@ -238,18 +253,8 @@ final class SystemPlayerMPDTests: XCTestCase {
     /// Runs mpc against the daemon's MPD socket; its exit code and output.
     @discardableResult
     private func mpc(_ arguments: String..., whileRunning: (() throws -> Void)? = nil) throws -> (code: Int32, out: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/mpc")
-        process.arguments = arguments
-        process.environment = ["MPD_HOST": SystemPlayerServer.mpdSocketURL(environment).path, "PATH": "/usr/bin:/bin"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        try whileRunning?()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try runTool("/usr/bin/mpc", arguments, environment: ["MPD_HOST": SystemPlayerServer.mpdSocketURL(environment).path],
+                    whileRunning: whileRunning)
     }
 
     func testMpcAddsPlaysSkipsSearchesAndWakesFromIdle() throws {
