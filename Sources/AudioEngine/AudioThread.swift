@@ -92,8 +92,10 @@ struct AudioRenderer: ~Copyable {
     private var readEntryFrame = 0
     private var segmentEpoch: UInt32 = 0
     private var requiredEpoch: UInt32 = 0
-    /// The last seek asked for; published when its frames arrive (see `apply`).
+    /// The last seek asked for, and the last one whose frames reached the timeline (`apply`);
+    /// `service` publishes the latter after the position.
     private var pendingSeekSerial: UInt64 = 0
+    private var reachedSeekSerial: UInt64 = 0
     private var prerollSlotIndex = -1
     private var prerollOffset = 0
 
@@ -458,6 +460,9 @@ struct AudioRenderer: ~Copyable {
         let played = playedFrame()
         advanceTimeline(toPlayed: played)
         publishPosition(played: played)
+        if shared.appliedSeekSerial.load(ordering: .relaxed) != reachedSeekSerial {
+            shared.appliedSeekSerial.store(reachedSeekSerial, ordering: .sequentiallyConsistent)
+        }
         if mode == .draining, let end = endOfQueueFrame, played >= end {
             _ = device.drop()
             mode = .finished
@@ -736,12 +741,9 @@ struct AudioRenderer: ~Copyable {
             timeline.append(TimelineSegment(kind: kind, timelineFrame: timelineFrame, token: marker.token,
                                             entryFrame: marker.entryFrame,
                                             isNatural: marker.kind == .entryStart && marker.isNatural))
-            if shared.appliedSeekSerial.load(ordering: .relaxed) != pendingSeekSerial {
-                // The first frames since the last seek (or a skip after it): the position is
-                // the new one from here, also while paused.
-                publishPosition(played: playedFrame())
-                shared.appliedSeekSerial.store(pendingSeekSerial, ordering: .sequentiallyConsistent)
-            }
+            // The first frames since the last seek (or a skip after it) are in the timeline:
+            // `service` publishes the position from them, then this serial.
+            reachedSeekSerial = pendingSeekSerial
             return false
         case .failed:
             timeline.append(TimelineSegment(kind: .failed, timelineFrame: timelineFrame, token: marker.token,

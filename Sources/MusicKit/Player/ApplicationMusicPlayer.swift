@@ -124,6 +124,12 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         /// Where the open stream was asked to start: `playbackTime` until the engine reports
         /// the position of what it plays (while it prepares, and after a cold `play()`).
         var streamStartTime: TimeInterval?
+
+        /// A start that failed: the next one starts where this one was asked to.
+        mutating func restoreStartTime() {
+            if pendingStartTime == nil { pendingStartTime = streamStartTime }
+            streamStartTime = nil
+        }
         /// The queue or the modes changed since the engine last asked what comes next: its
         /// pre-decoded next entry may be the old one, so the next skip asks again.
         var nextMayBeStale = false
@@ -265,7 +271,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
                 // Every play() waiting for this start (this one among them) gets the error.
                 let waiters = control.withLock { control in
                     control.intent = .stopped
-                    control.streamStartTime = nil
+                    control.restoreStartTime()
                     defer { control.startWaiters = [] }
                     return control.startWaiters
                 }
@@ -319,7 +325,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         do throws(AudioEngineError) {
             try engine.prepare(startingAtSeconds: startSeconds)
         } catch {
-            control.withLock { $0.streamStartTime = nil }
+            control.withLock { $0.restoreStartTime() }
             throw PlaybackError(error, failures: [])
         }
     }
@@ -328,7 +334,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         endSeekingTimer()
         control.withLock { if $0.intent == .playing { $0.intent = .paused } }
         engine.pause()
-        if engine.status == .paused { state.setPlaybackStatus(.paused) }
+        // Interrupted (the device failed): paused there; play() starts where it was heard.
+        if engine.status == .paused || state.playbackStatus == .interrupted { state.setPlaybackStatus(.paused) }
     }
 
     /// Stops playback; the queue and its current entry stay, `play()` starts that entry over.
@@ -639,8 +646,11 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             resumeEntryWaiters()
             listeners.emit(.queueFinished)
         case .deviceFailed(let error):
+            // Where it was heard: the next play() starts there (on a device that is back).
+            let heardTime = playbackTime
             let waiters = control.withLock { control in
                 control.intent = .stopped
+                control.pendingStartTime = heardTime
                 defer { control.startWaiters = [] }
                 return control.startWaiters
             }

@@ -22,6 +22,8 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private let stateURL: URL
     private let clients = Mutex<[UInt64: Client]>([:])
     private let nextClientID = Atomic<UInt64>(1)
+    /// Trying to play again after the device failed (`resumeWhenTheDeviceIsBack`).
+    private let resuming = Atomic<Bool>(false)
     private let persistQueue = DispatchQueue(label: "musickitd.persist")
     /// Every change to the player, from any client (this protocol's and MPD's) and the daemon's
     /// own preparing, runs here, one at a time: the player's transport is not made for two
@@ -260,7 +262,30 @@ package final class SystemPlayerServer: @unchecked Sendable {
         case .interrupted(let reason):
             log("the audio device failed: \(reason)")
             changed(event: "interrupted", detail: reason)
+            if !resuming.exchange(true, ordering: .relaxed) { resumeWhenTheDeviceIsBack(attempt: 1) }
         case .historyNotRecorded(_, let reason): log(reason)
+        }
+    }
+
+    /// After the audio device failed: plays again where it was heard as soon as the device is
+    /// back (a restarted sound server, a reconnected headset), trying every 0.25–2 s, until it
+    /// plays or a client decided otherwise (pause, stop, play, a new queue: no longer interrupted).
+    private func resumeWhenTheDeviceIsBack(attempt: Int) {
+        operations.asyncAfter(deadline: .now() + .milliseconds(min(250 * attempt, 2_000))) { [weak self] in
+            guard let self else { return }
+            guard player.state.playbackStatus == .interrupted else {
+                resuming.store(false, ordering: .relaxed)
+                return
+            }
+            do {
+                try waitFor { [player] in try await player.play() }
+                resuming.store(false, ordering: .relaxed)
+                log("the audio device is back: playing again")
+                changed(event: "resumed")
+            } catch {
+                if attempt == 1 || attempt % 30 == 0 { log("the audio device is still unavailable: \(error)") }
+                resumeWhenTheDeviceIsBack(attempt: attempt + 1)
+            }
         }
     }
 

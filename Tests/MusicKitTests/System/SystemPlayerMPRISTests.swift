@@ -149,6 +149,48 @@ final class SystemPlayerMPRISTests: XCTestCase {
     }
 }
 
+extension SystemPlayerMPRISTests {
+    /// The audio device fails (the sound server's sink goes away under the stream): both apps and
+    /// MPRIS are told, and when the sink is back the daemon plays on from where it was heard.
+    func testADeviceFailureIsReportedEverywhereAndPlaybackResumesWhenTheDeviceIsBack() async throws {
+        guard let sinkModule = ProcessInfo.processInfo.environment["MUSICKIT_TEST_SINK_MODULE"] else {
+            throw XCTSkip("needs the sink of scripts/with-test-sink")
+        }
+        func pactl(_ arguments: [String]) throws -> (code: Int32, out: String) {
+            try runTool("/usr/bin/pactl", arguments, environment: ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""])
+        }
+        let songs = try GeneratedSongs.tones([440], frames: 44_100 * 20, into: directory).songs
+        let app = SystemMusicPlayer(environment: environment)
+        let other = SystemMusicPlayer(environment: environment)
+        app.queue = MusicPlayer.Queue(for: songs)
+        try await waitForTheBusName()
+        try await app.play()
+        await eventually("1.5 s heard, as the daemon reports it") {
+            (Double((try? playerctl("position").out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? "") ?? 0) > 1.5
+        }
+
+        let unloaded = try pactl(["unload-module", "module-null-sink"])
+        XCTAssertEqual(unloaded.code, 0, unloaded.out)
+        var sinkIsBack = false
+        addTeardownBlock { if !sinkIsBack { _ = try? pactl(["load-module"] + sinkModule.split(separator: " ").map(String.init)) } }
+        await eventually("both apps see the interruption") {
+            app.state.playbackStatus == .interrupted && other.state.playbackStatus == .interrupted
+        } detail: { "\(app.state.playbackStatus) \(other.state.playbackStatus)" }
+        XCTAssertEqual(try playerctl("status").out, "Stopped\n", "MPRIS has no interrupted: stopped")
+        let heardAt = other.playbackTime
+        XCTAssertGreaterThan(heardAt, 1.4, "where it was heard when the sink went away")
+
+        let loaded = try pactl(["load-module"] + sinkModule.split(separator: " ").map(String.init))
+        XCTAssertEqual(loaded.code, 0, loaded.out)
+        sinkIsBack = true
+        await eventually("playing again once the sink is back") {
+            app.state.playbackStatus == .playing && other.state.playbackStatus == .playing
+        } detail: { "\(app.state.playbackStatus); the daemon's log: " + ((try? String(contentsOf: SystemMusicPlayer.daemonLogURL(self.environment), encoding: .utf8)) ?? "") }
+        XCTAssertEqual(app.playbackTime, heardAt, accuracy: 1, "on from where it was heard, not from the start")
+        XCTAssertEqual(try playerctl("status").out, "Playing\n")
+    }
+}
+
 /// `playerctl --follow …` running, its lines collected as they come.
 private final class Follower: Sendable {
     private let process = Process()
