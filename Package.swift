@@ -21,8 +21,9 @@ let package = Package(
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // sd-bus, for MPRIS on the session bus.
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // sd-bus's header, for MPRIS on the session bus (libsystemd-dev). Not linked: musickitd
+        // opens libsystemd.so.0 when it connects (Sources/MusicKit/System/SDBus.swift).
+        .systemLibrary(name: "CSystemd", path: "Sources/CSystemd"),
 
         .target(
             name: "AudioEngine",
