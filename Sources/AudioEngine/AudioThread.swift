@@ -96,6 +96,8 @@ struct AudioRenderer: ~Copyable {
     /// `service` publishes the latter after the position.
     private var pendingSeekSerial: UInt64 = 0
     private var reachedSeekSerial: UInt64 = 0
+    /// The entry last announced at the output while nothing was heard (`entryCued`).
+    private var cuedToken: UInt64 = 0
     private var prerollSlotIndex = -1
     private var prerollOffset = 0
 
@@ -810,8 +812,19 @@ struct AudioRenderer: ~Copyable {
         if events.totalWritten != eventsBefore { decoderWake.signal() }
     }
 
-    private func publishPosition(played: Int) {
+    private mutating func publishPosition(played: Int) {
         let position = timeline.position(atPlayed: played)
         shared.publishPosition(token: position.token, frame: position.frame, playedFrames: played)
+        switch mode {
+        case .filling(autoStart: false), .ready, .paused:
+            // Nothing is heard: an entry that a skip, seek or prepare put at the output is
+            // announced now (a paused player shows it), not when it is heard.
+            if let token = position.token, token != cuedToken {
+                cuedToken = token
+                if events.push(.entryCued(token: token)) { decoderWake.signal() }
+            }
+        default:
+            if let token = position.token { cuedToken = token }
+        }
     }
 }

@@ -141,6 +141,8 @@ struct DecoderLoop: ~Copyable {
             case .primed: deliver(.primed)
             case .entryStarted(let token, let frame):
                 deliver(.engine(.entryStarted(.init(rawValue: token), streamFrame: frame)))
+            case .entryCued(let token):
+                deliver(.engine(.entryCued(.init(rawValue: token))))
             case .entryFinished(let token):
                 deliver(.engine(.entryFinished(.init(rawValue: token))))
             case .entryFailed(let token):

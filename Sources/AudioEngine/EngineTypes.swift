@@ -102,6 +102,9 @@ public enum AudioEngineEvent: Sendable, Equatable {
     /// it is being heard now, not merely decoded. `streamFrame` counts frames heard since the
     /// stream opened.
     case entryStarted(AudioEntry.Token, streamFrame: Int)
+    /// While nothing is heard (paused, or prepared), a skip, seek or prepare put this entry at the
+    /// output: it is the first heard when playback starts or resumes (`entryStarted` follows then).
+    case entryCued(AudioEntry.Token)
     /// The entry's last frame was heard and the next one (if any) follows without a gap.
     case entryFinished(AudioEntry.Token)
     /// The entry could not be played (or stopped early); the queue moves on.
@@ -288,6 +291,7 @@ enum DecoderRequest {
 enum AudioThreadEvent {
     case primed
     case entryStarted(token: UInt64, streamFrame: Int)
+    case entryCued(token: UInt64)
     case entryFinished(token: UInt64)
     case entryFailed(token: UInt64)
     case underrun(total: Int)

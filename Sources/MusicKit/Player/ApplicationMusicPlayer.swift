@@ -628,6 +628,18 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             for waiter in waiters { waiter.resume() }
             for waiter in entryWaiters { waiter() }
             if isNewEntry { listeners.emit(.entryStarted(issued.entry)) }
+        case .entryCued(let token):
+            // Paused (or prepared), a skip put this entry first: it is the current entry now, and
+            // the skips waiting for it return. It is recorded as played when it is heard.
+            guard let issued = provider.issued(token) else { return }
+            playerQueue.setCurrentEntryID(issued.entry.id)
+            let entryWaiters = control.withLock { control -> [@Sendable () -> Void] in
+                guard control.heardToken != token else { return [] }
+                control.heardToken = token
+                defer { control.entryWaiters = [:] }
+                return Array(control.entryWaiters.values)
+            }
+            for waiter in entryWaiters { waiter() }
         case .entryFailed(let token, let error):
             let reason = error.description
             control.withLock { $0.failures.append(reason) }

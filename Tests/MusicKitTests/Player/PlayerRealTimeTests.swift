@@ -234,6 +234,30 @@ final class PlayerRealTimeTests: XCTestCase {
         XCTAssertLessThan(player.playbackTime, 5)
     }
 
+    /// Paused, a skip makes the entry it goes to the current one when it returns (a paused app
+    /// shows it), playback stays paused, and play() resumes with that entry.
+    func testASkipWhilePausedMovesTheCurrentEntryAtOnceAndStaysPaused() async throws {
+        let (songs, _) = try GeneratedSongs.tones([440, 660, 880], frames: 44_100 * 5, into: directory)
+        let player = try sharedPlayer()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        player.pause()
+        try await player.skipToNextEntry()
+        XCTAssertEqual(player.queue.currentEntry?.title, "Tone 2", "the current entry when the skip returns")
+        XCTAssertEqual(player.state.playbackStatus, .paused)
+        try await player.skipToPreviousEntry()
+        XCTAssertEqual(player.queue.currentEntry?.title, "Tone 1")
+        try await player.skipToNextEntry()
+        try await player.skipToNextEntry()
+        XCTAssertEqual(player.queue.currentEntry?.title, "Tone 3")
+        XCTAssertEqual(player.state.playbackStatus, .paused)
+
+        let log = PlayerEventLog(player)
+        try await player.play()
+        await log.wait("Tone 3 heard") { !$0.startedTitles.isEmpty }
+        XCTAssertEqual(log.startedTitles.first, "Tone 3", "play() resumes with the entry skipped to")
+    }
+
     func testASkipLeavesARepeatedEntryForTheNextOne() async throws {
         let (songs, _) = try GeneratedSongs.tones([440, 880], frames: 44_100 * 5, into: directory)
         let player = try sharedPlayer()

@@ -101,10 +101,10 @@ final class SystemPlayerMPRISTests: XCTestCase {
         XCTAssertEqual(try playerctl("shuffle", "Off").code, 0)
         await eventually("shuffle off") { app.state.shuffleMode == .off }
 
-        XCTAssertEqual(try playerctl("play").code, 0)
-        XCTAssertEqual(try playerctl("previous").code, 0, "under 3 s in: the previous entry")
+        XCTAssertEqual(try playerctl("previous").code, 0, "under 3 s in: the previous entry (paused: at once)")
         XCTAssertEqual(try playerctl("metadata", "title").out, "Tone 1\n")
 
+        XCTAssertEqual(try playerctl("status").out, "Paused\n")
         let fourth = try XCTUnwrap(songs[3].resource.string("filePath"))
         XCTAssertEqual(try playerctl("open", URL(fileURLWithPath: fourth).absoluteString).code, 0)
         XCTAssertEqual(try playerctl("metadata", "title").out, "Tone 4\n", "OpenUri plays the file at once")
