@@ -25,7 +25,7 @@ sigemptyset(&noSignals)
 sigprocmask(SIG_SETMASK, &noSignals, nil)
 
 let usage = """
-    usage: musickitd [--help]
+    usage: musickitd [--mpd-port PORT] [--help]
 
     The system music player's daemon: plays what SystemMusicPlayer, `musickit play --system` and
     `musickit pause|next|...` ask, and keeps playing when they are gone. One per user; it listens
@@ -34,24 +34,45 @@ let usage = """
     $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it exits on
     SIGTERM or `musickit daemon stop`.
 
+    It also speaks MPD's protocol on mpd.sock beside its socket, and, with --mpd-port PORT (or
+    MUSICKIT_MPD_PORT=PORT in its environment), on 127.0.0.1:PORT (6600 is MPD's port) for MPD
+    clients that only know TCP. Off by default: any local user can connect to a TCP port.
+
     Exit codes: 0 stopped (or another musickitd already runs), 1 could not start, 2 wrong arguments.
     """
 
-let arguments = CommandLine.arguments.dropFirst()
+var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--help") || arguments.contains("-h") {
     print(usage)
     exit(0)
 }
+var mpdPortText = ProcessInfo.processInfo.environment["MUSICKIT_MPD_PORT"].flatMap { $0.isEmpty ? nil : $0 }
+if let index = arguments.firstIndex(of: "--mpd-port") {
+    guard index + 1 < arguments.count else {
+        FileHandle.standardError.write(Data("musickitd: --mpd-port needs a port\n\(usage)\n".utf8))
+        exit(2)
+    }
+    mpdPortText = arguments[index + 1]
+    arguments.removeSubrange(index...index + 1)
+}
 if let unknown = arguments.first {
     FileHandle.standardError.write(Data("musickitd: unknown argument \(unknown)\n\(usage)\n".utf8))
     exit(2)
+}
+var mpdPort: UInt16?
+if let mpdPortText {
+    guard let port = UInt16(mpdPortText), port > 0 else {
+        FileHandle.standardError.write(Data("musickitd: the MPD port must be 1-65535, got \(mpdPortText)\n\(usage)\n".utf8))
+        exit(2)
+    }
+    mpdPort = port
 }
 // The system player is the system's music app: it plays what an app hands it, and the app asked
 // for access on its own side (SystemMusicPlayer, `musickit play --system` check their own
 // authorization); catalog content still needs the account's subscription here.
 setenv("MUSICKIT_AUTHORIZATION", "authorized", 1)
 do {
-    if try !SystemPlayerServer().run() {
+    if try !SystemPlayerServer(mpdPort: mpdPort).run() {
         FileHandle.standardError.write(Data("musickitd: another musickitd already runs for this user\n".utf8))
     }
     exit(0)

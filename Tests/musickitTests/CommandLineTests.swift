@@ -96,6 +96,19 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try run(["play"]).code, 2, "no file")
     }
 
+    /// musickitd's own arguments: --help, and a wrong one or a bad port is a usage error (2).
+    func testTheDaemonsArgumentsAreCheckedBeforeItStarts() throws {
+        let daemon = CommandLineTests.executable.deletingLastPathComponent().appendingPathComponent("musickitd")
+        let help = try run([], executable: daemon, arguments: ["--help"])
+        XCTAssertEqual(help.code, 0)
+        XCTAssertTrue(help.out.contains("usage: musickitd [--mpd-port PORT]"), help.out)
+        for bad in [["--mpd-port"], ["--mpd-port", "70000"], ["--mpd-port", "x"], ["--loud"]] {
+            let result = try run([], executable: daemon, arguments: bad)
+            XCTAssertEqual(result.code, 2, "\(bad): \(result.err)")
+            XCTAssertTrue(result.err.contains("usage: musickitd"), result.err)
+        }
+    }
+
     func testNothingPlayableExitsWithFourAndSaysWhy() throws {
         let result = try run(["play", "--no-ui", "--device", "null", "/nonexistent/song.flac"])
         XCTAssertEqual(result.code, 4)

@@ -53,13 +53,22 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     /// Listens on `path` (0600) and serves each client on its own thread; refuses other users.
     func listen(path: String) throws {
-        let listener = try SystemPlayerWire.listen(at: path)
+        serve(from: try SystemPlayerWire.listen(at: path), checkingUser: true)
+    }
+
+    /// Listens on 127.0.0.1:`port` too (off unless asked for: any local user can connect there,
+    /// as to MPD without a password).
+    func listen(loopbackPort port: UInt16) throws {
+        serve(from: try SystemPlayerWire.listenOnLoopback(port: port), checkingUser: false)
+    }
+
+    private func serve(from listener: Int32, checkingUser: Bool) {
         let thread = Thread { [weak self] in
             while true {
                 let descriptor = accept(listener, nil, nil)
                 if descriptor < 0 { if errno == EINTR || errno == ECONNABORTED { continue } else { return } }
                 _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-                guard SystemPlayerWire.peerIsThisUser(descriptor) else { close(descriptor); continue }
+                if checkingUser && !SystemPlayerWire.peerIsThisUser(descriptor) { close(descriptor); continue }
                 let client = Thread { [weak self] in
                     self?.serve(descriptor)
                     close(descriptor)

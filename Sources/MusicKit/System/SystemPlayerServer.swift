@@ -52,8 +52,14 @@ package final class SystemPlayerServer: @unchecked Sendable {
         }
     }
 
-    package init(environment: MusicKitEnvironment = .current) {
+    /// MPD's protocol on 127.0.0.1 at this port as well (nil: only on `mpd.sock`).
+    private let mpdPort: UInt16?
+
+    /// `mpdPort`: also serve MPD's protocol on 127.0.0.1 at that port (6600 is MPD's); off by
+    /// default, since any local user can connect there.
+    package init(environment: MusicKitEnvironment = .current, mpdPort: UInt16? = nil) {
         self.environment = environment
+        self.mpdPort = mpdPort
         player = ApplicationMusicPlayer(engineConfiguration: ApplicationMusicPlayer.defaultEngineConfiguration)
         stateURL = environment.dataDirectory.appendingPathComponent("system-player.json")
     }
@@ -72,6 +78,14 @@ package final class SystemPlayerServer: @unchecked Sendable {
         player.listeners.add { [weak self] event in self?.playerEvent(event) }
         let mpd = MPDProtocolServer(player: player, operations: operations) { [weak self] in self?.changed(subsystems: []) }
         try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        if let mpdPort {
+            do {
+                try mpd.listen(loopbackPort: mpdPort)
+                log("MPD's protocol also on 127.0.0.1:\(mpdPort)")
+            } catch {
+                log("MPD's protocol not on TCP: \(error)")
+            }
+        }
         self.mpd = mpd
         let mpris = MPRISServer(player: player, operations: operations,
                                 changed: { [weak self] subsystems in self?.changed(subsystems: subsystems) },

@@ -71,6 +71,26 @@ enum SystemPlayerWire {
         return listener
     }
 
+    /// A TCP socket listening on 127.0.0.1:`port` (only this machine can connect).
+    static func listenOnLoopback(port: UInt16) throws -> Int32 {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var reuse: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian  // 127.0.0.1
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard listener >= 0, bound == 0, Glibc.listen(listener, 128) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if listener >= 0 { close(listener) }
+            throw SystemPlayerWireError(description: "127.0.0.1:\(port): \(reason)")
+        }
+        return listener
+    }
+
     /// Whether the peer of an accepted connection runs as this process's user (`SO_PEERCRED`).
     static func peerIsThisUser(_ descriptor: Int32) -> Bool {
         var credentials = PeerCredentials()

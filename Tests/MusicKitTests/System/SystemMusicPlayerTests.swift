@@ -257,6 +257,36 @@ final class SystemPlayerMPDTests: XCTestCase {
                     whileRunning: whileRunning)
     }
 
+    /// MPD's protocol on 127.0.0.1 is off by default; `MUSICKIT_MPD_PORT` (or musickitd
+    /// `--mpd-port`) turns it on, for clients that only speak TCP.
+    func testMPDOverTCPIsOffByDefaultAndServesMpcOnTheGivenPort() throws {
+        let probe = try SystemPlayerWire.listenOnLoopback(port: 0)
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) }
+        }
+        close(probe)
+        let port = UInt16(bigEndian: address.sin_port)
+        func mpcTCP(_ arguments: String...) throws -> (code: Int32, out: String) {
+            try runTool("/usr/bin/mpc", arguments, environment: ["MPD_HOST": "127.0.0.1", "MPD_PORT": "\(port)"])
+        }
+        XCTAssertNotEqual(try mpcTCP("status").code, 0, "this test's daemon does not listen on TCP")
+
+        let other = MusicKitEnvironment(root: try makeTemporaryDirectory(self), assetsDirectory: MusicKitEnvironment.bundledAssets(),
+                                        applicationIdentifier: "musickit-tests")
+        setenv("MUSICKIT_MPD_PORT", "\(port)", 1)
+        let player = SystemMusicPlayer(environment: other)
+        defer { unsetenv("MUSICKIT_MPD_PORT") }
+        _ = try player.daemonProcessID()  // started with the variable
+        addTeardownBlock { try? player.stopDaemon() }
+        let song = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 22_050, into: directory).songs.first?.resource.string("filePath"))
+        XCTAssertEqual(try mpcTCP("add", song).code, 0)
+        let listed = try mpcTCP("-f", "%title%", "playlist")
+        XCTAssertEqual(listed.code, 0, listed.out)
+        XCTAssertEqual(listed.out, "Tone 1\n")
+    }
+
     func testMpcAddsPlaysSkipsSearchesAndWakesFromIdle() throws {
         let songs = try GeneratedSongs.tones([440, 550, 660], frames: 176_400, into: directory).songs
         for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
