@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite / CSystemd.
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite / CSystemd / COpenSSL.
 import PackageDescription
 
 let package = Package(
@@ -24,6 +24,9 @@ let package = Package(
         // sd-bus's header, for MPRIS on the session bus (libsystemd-dev). Not linked: musickitd
         // opens libsystemd.so.0 when it connects (Sources/MusicKit/System/SDBus.swift).
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd"),
+        // OpenSSL's libcrypto headers, for signing developer tokens (libssl-dev). Not linked:
+        // opened when a token is first signed (Sources/MusicKit/Tokens/LibCrypto.swift).
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
 
         .target(
             name: "AudioEngine",
@@ -37,7 +40,7 @@ let package = Package(
         ),
         .target(
             name: "MusicKit",
-            dependencies: ["AudioEngine", "CSQLite", "CSystemd"]
+            dependencies: ["AudioEngine", "CSQLite", "CSystemd", "COpenSSL"]
         ),
         .executableTarget(
             name: "musickit",

@@ -138,15 +138,9 @@ private struct SDBusLibrary {
 
     /// Opens libsystemd.so.0 and finds every function, or says which is missing.
     static func load() -> Result<SDBusLibrary, DBusError> {
-        guard let handle = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL) else {
-            let reason = dlerror().map { String(cString: $0) } ?? "not found"
-            return .failure(DBusError(description: "libsystemd.so.0 could not be opened (\(reason))"))
-        }
-        func function<T>(_ name: String) throws(DBusError) -> T {
-            guard let address = dlsym(handle, name) else { throw DBusError(description: "libsystemd.so.0 has no \(name)") }
-            return unsafeBitCast(address, to: T.self)
-        }
-        do throws(DBusError) {
+        do throws(DynamicLibrary.Failure) {
+            let library = try DynamicLibrary("libsystemd.so.0")
+            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
             return .success(SDBusLibrary(
                 openUser: try function("sd_bus_open_user"), requestName: try function("sd_bus_request_name"),
                 addObject: try function("sd_bus_add_object"), slotUnref: try function("sd_bus_slot_unref"),
@@ -168,7 +162,7 @@ private struct SDBusLibrary {
                 replyMethodError: try function("sd_bus_reply_method_error"),
                 errorSet: try function("sd_bus_error_set"), errorFree: try function("sd_bus_error_free")))
         } catch {
-            return .failure(error)
+            return .failure(DBusError(description: error.description))
         }
     }
 }

@@ -108,9 +108,20 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         return pid_t((reply["result"] as? [String: Any])?["pid"] as? Int ?? 0)
     }
 
-    /// Asks the daemon to save its state and exit.
+    /// Asks the daemon to save its state and exit; returns when it has exited (its lock is
+    /// free), so that the next call starts a new one rather than reaching the old one (5 s at most).
     package func stopDaemon() throws {
         try connection.call("shutdown")
+        let lock = open(SystemPlayerWire.lockURL(connection.environment).path, O_RDWR | O_CLOEXEC)
+        guard lock >= 0 else { return }
+        defer { close(lock) }
+        for _ in 0..<500 {
+            if flock(lock, LOCK_EX | LOCK_NB) == 0 {
+                flock(lock, LOCK_UN)
+                return
+            }
+            usleep(10_000)
+        }
     }
 
     /// Connects now (starting the daemon if none runs), the daemon's state taken; throws when
@@ -279,7 +290,7 @@ final class SystemPlayerConnection: @unchecked Sendable {
         fixedEnvironment = environment
     }
 
-    private var environment: MusicKitEnvironment { fixedEnvironment ?? .current }
+    var environment: MusicKitEnvironment { fixedEnvironment ?? .current }
 
     /// Connects (and subscribes to the state) if not connected; a failure is left for the next call.
     func ensureConnected() {

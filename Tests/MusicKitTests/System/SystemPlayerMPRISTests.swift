@@ -150,18 +150,24 @@ final class SystemPlayerMPRISTests: XCTestCase {
 }
 
 extension SystemPlayerMPRISTests {
-    /// The audio device fails (the sound server's sink goes away under the stream): both apps and
-    /// MPRIS are told, and when the sink is back the daemon plays on from where it was heard.
+    /// The audio device fails (its sound server dies under the stream): both apps and MPRIS are
+    /// told, and when the server is back the daemon plays on from where it was heard. The daemon
+    /// plays through a PulseAudio server of its own here; the shared test sink is not touched.
     func testADeviceFailureIsReportedEverywhereAndPlaybackResumesWhenTheDeviceIsBack() async throws {
-        guard let sinkModule = ProcessInfo.processInfo.environment["MUSICKIT_TEST_SINK_MODULE"] else {
-            throw XCTSkip("needs the sink of scripts/with-test-sink")
-        }
-        func pactl(_ arguments: [String]) throws -> (code: Int32, out: String) {
-            try runTool("/usr/bin/pactl", arguments, environment: ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""])
-        }
-        let songs = try GeneratedSongs.tones([440], frames: 44_100 * 20, into: directory).songs
+        let server = try SoundServer(directory: directory.appendingPathComponent("pulse"))
+        addTeardownBlock { server.stop() }
+        try server.start()
         let app = SystemMusicPlayer(environment: environment)
+        try app.stopDaemon()  // the next call starts one that plays through the server above
+        let sharedServer = ProcessInfo.processInfo.environment["PULSE_SERVER"]
+        setenv("PULSE_SERVER", server.address, 1)
+        setenv("MUSICKIT_AUDIO_DEVICE", "pulse", 1)
+        defer { if let sharedServer { setenv("PULSE_SERVER", sharedServer, 1) } }
         let other = SystemMusicPlayer(environment: environment)
+        _ = try other.daemonProcessID()
+        if let sharedServer { setenv("PULSE_SERVER", sharedServer, 1) }
+
+        let songs = try GeneratedSongs.tones([440], frames: 44_100 * 20, into: directory).songs
         app.queue = MusicPlayer.Queue(for: songs)
         try await waitForTheBusName()
         try await app.play()
@@ -169,25 +175,75 @@ extension SystemPlayerMPRISTests {
             (Double((try? playerctl("position").out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? "") ?? 0) > 1.5
         }
 
-        let unloaded = try pactl(["unload-module", "module-null-sink"])
-        XCTAssertEqual(unloaded.code, 0, unloaded.out)
-        var sinkIsBack = false
-        addTeardownBlock { if !sinkIsBack { _ = try? pactl(["load-module"] + sinkModule.split(separator: " ").map(String.init)) } }
+        server.stop()
         await eventually("both apps see the interruption") {
             app.state.playbackStatus == .interrupted && other.state.playbackStatus == .interrupted
         } detail: { "\(app.state.playbackStatus) \(other.state.playbackStatus)" }
         XCTAssertEqual(try playerctl("status").out, "Stopped\n", "MPRIS has no interrupted: stopped")
         let heardAt = other.playbackTime
-        XCTAssertGreaterThan(heardAt, 1.4, "where it was heard when the sink went away")
+        XCTAssertGreaterThan(heardAt, 1.4, "where it was heard when the server went away")
 
-        let loaded = try pactl(["load-module"] + sinkModule.split(separator: " ").map(String.init))
-        XCTAssertEqual(loaded.code, 0, loaded.out)
-        sinkIsBack = true
-        await eventually("playing again once the sink is back") {
+        try server.start()
+        await eventually("playing again once the server is back") {
             app.state.playbackStatus == .playing && other.state.playbackStatus == .playing
         } detail: { "\(app.state.playbackStatus); the daemon's log: " + ((try? String(contentsOf: SystemMusicPlayer.daemonLogURL(self.environment), encoding: .utf8)) ?? "") }
         XCTAssertEqual(app.playbackTime, heardAt, accuracy: 1, "on from where it was heard, not from the start")
         XCTAssertEqual(try playerctl("status").out, "Playing\n")
+    }
+}
+
+/// A PulseAudio server with a null sink, for one test: started, killed (as a crash) and started
+/// again on the same socket, by its PID.
+private final class SoundServer: @unchecked Sendable {
+    // @unchecked: used from the test's task only.
+    private let directory: URL
+    private var pid: pid_t?
+    var address: String { "unix:" + directory.appendingPathComponent("native").path }
+
+    init(directory: URL) throws {
+        self.directory = directory
+        for folder in ["runtime", "home"] {
+            try FileManager.default.createDirectory(at: directory.appendingPathComponent(folder), withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
+    }
+
+    func start() throws {
+        unlink(directory.appendingPathComponent("native").path)  // left by a killed server
+        let arguments = ["/usr/bin/pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
+                         "--log-target=file:" + directory.appendingPathComponent("pulseaudio.log").path,
+                         "-L", "module-null-sink sink_name=musickit_private rate=44100 channels=2",
+                         "-L", "module-native-protocol-unix auth-anonymous=1 socket=" + directory.appendingPathComponent("native").path]
+        var variables = ProcessInfo.processInfo.environment
+        variables["HOME"] = directory.appendingPathComponent("home").path
+        variables["XDG_RUNTIME_DIR"] = directory.appendingPathComponent("runtime").path
+        variables["PULSE_RUNTIME_PATH"] = directory.appendingPathComponent("runtime").path
+        variables["PULSE_SERVER"] = nil
+        // posix_spawn, not Foundation's Process: pulseaudio closes the descriptors it inherits,
+        // and Process takes that for its exit and waits for it (blocking every other Process).
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, arguments[0], &actions, nil, argv, envp) == 0 else { throw XCTSkip("pulseaudio could not be started") }
+        self.pid = pid
+        for _ in 0..<100 {  // its socket answers (pactl info), at most 5 s
+            if (try? runTool("/usr/bin/pactl", ["info"], environment: ["PULSE_SERVER": address]).code) == 0 { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw XCTSkip("the private PulseAudio server did not answer")
+    }
+
+    func stop() {
+        guard let pid else { return }
+        kill(pid, SIGKILL)  // started from a task's thread, it may not hear SIGTERM
+        waitpid(pid, nil, 0)
+        self.pid = nil
     }
 }
 
