@@ -19,15 +19,15 @@ enum SystemCommand {
             printStatus(player)
         },
         command("resume", "play the system player's queue (from where it stopped)", "") { player in
-            try waitFor { try await player.play() }
+            try player.playNow()
             printStatus(player)
         },
         command("next", "skip the system player to its next entry", "") { player in
-            try waitFor { try await player.skipToNextEntry() }
+            try player.skipToNextEntryNow()
             printStatus(player)
         },
         command("previous", "skip the system player to its previous entry (or restart after 3 s)", "") { player in
-            try waitFor { try await player.skipToPreviousEntry() }
+            try player.skipToPreviousEntryNow()
             printStatus(player)
         },
         command("stop", "stop the system player (its queue stays)", "") { player in

@@ -153,6 +153,13 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     // MARK: - Talking to the daemon
 
+    /// `play()`, `skipToNextEntry()`, `skipToPreviousEntry()` on the calling thread, with no task
+    /// in between: for a short-lived process (the CLI), where starting the concurrency runtime's
+    /// threads would come before the request.
+    package func playNow() throws { try connection.call("play") }
+    package func skipToNextEntryNow() throws { try connection.call("next") }
+    package func skipToPreviousEntryNow() throws { try connection.call("previous") }
+
     private func request(_ op: String, _ args: [String: Any] = [:]) async throws {
         let connection = self.connection
         nonisolated(unsafe) let args = args
