@@ -220,7 +220,7 @@ final class MPRISServer: @unchecked Sendable {
     private func reply(to call: DBusMethodCall, on connection: DBusConnection) -> DBusReply {
         switch (call.interface, call.member) {
         case ("org.freedesktop.DBus.Introspectable", "Introspect"):
-            return .values([.string(Self.introspection)])
+            return .values([.string(introspection())])
         case (Self.propertiesInterface, "GetAll"):
             guard let interface = call.arguments.first?.string else { return Self.invalidArguments("GetAll needs an interface") }
             switch interface {
@@ -368,58 +368,48 @@ final class MPRISServer: @unchecked Sendable {
         .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: message)
     }
 
-    static let introspection = """
-    <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
-     "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
-    <node>
-      <interface name="org.freedesktop.DBus.Introspectable">
-        <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>
-      </interface>
-      <interface name="org.freedesktop.DBus.Properties">
-        <method name="Get"><arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/><arg name="value" type="v" direction="out"/></method>
-        <method name="GetAll"><arg name="interface" type="s" direction="in"/><arg name="properties" type="a{sv}" direction="out"/></method>
-        <method name="Set"><arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/><arg name="value" type="v" direction="in"/></method>
-        <signal name="PropertiesChanged"><arg name="interface" type="s"/><arg name="changed" type="a{sv}"/><arg name="invalidated" type="as"/></signal>
-      </interface>
-      <interface name="org.mpris.MediaPlayer2">
-        <method name="Raise"/>
-        <method name="Quit"/>
-        <property name="CanQuit" type="b" access="read"/>
-        <property name="CanRaise" type="b" access="read"/>
-        <property name="CanSetFullscreen" type="b" access="read"/>
-        <property name="Fullscreen" type="b" access="read"/>
-        <property name="HasTrackList" type="b" access="read"/>
-        <property name="Identity" type="s" access="read"/>
-        <property name="DesktopEntry" type="s" access="read"/>
-        <property name="SupportedUriSchemes" type="as" access="read"/>
-        <property name="SupportedMimeTypes" type="as" access="read"/>
-      </interface>
-      <interface name="org.mpris.MediaPlayer2.Player">
-        <method name="Next"/>
-        <method name="Previous"/>
-        <method name="Pause"/>
-        <method name="PlayPause"/>
-        <method name="Stop"/>
-        <method name="Play"/>
-        <method name="Seek"><arg name="Offset" type="x" direction="in"/></method>
-        <method name="SetPosition"><arg name="TrackId" type="o" direction="in"/><arg name="Position" type="x" direction="in"/></method>
-        <method name="OpenUri"><arg name="Uri" type="s" direction="in"/></method>
-        <signal name="Seeked"><arg name="Position" type="x"/></signal>
-        <property name="PlaybackStatus" type="s" access="read"/>
-        <property name="LoopStatus" type="s" access="readwrite"/>
-        <property name="Rate" type="d" access="readwrite"/>
-        <property name="Shuffle" type="b" access="readwrite"/>
-        <property name="Metadata" type="a{sv}" access="read"/>
-        <property name="Position" type="x" access="read"/>
-        <property name="MinimumRate" type="d" access="read"/>
-        <property name="MaximumRate" type="d" access="read"/>
-        <property name="CanGoNext" type="b" access="read"/>
-        <property name="CanGoPrevious" type="b" access="read"/>
-        <property name="CanPlay" type="b" access="read"/>
-        <property name="CanPause" type="b" access="read"/>
-        <property name="CanSeek" type="b" access="read"/>
-        <property name="CanControl" type="b" access="read"/>
-      </interface>
-    </node>
-    """
+    /// Properties a client may set (the others are read-only).
+    private static let writableProperties: Set<String> = ["LoopStatus", "Rate", "Shuffle"]
+
+    /// The object's introspection XML; the properties' names and types come from the values
+    /// served, so the two cannot differ.
+    private func introspection() -> String {
+        func properties(_ values: [String: DBusValue]) -> String {
+            values.sorted { $0.key < $1.key }.map { name, value in
+                let access = Self.writableProperties.contains(name) ? "readwrite" : "read"
+                return "    <property name=\"\(name)\" type=\"\(value.signature)\" access=\"\(access)\"/>\n"
+            }.joined()
+        }
+        return """
+        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+        <node>
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>
+          </interface>
+          <interface name="org.freedesktop.DBus.Properties">
+            <method name="Get"><arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/><arg name="value" type="v" direction="out"/></method>
+            <method name="GetAll"><arg name="interface" type="s" direction="in"/><arg name="properties" type="a{sv}" direction="out"/></method>
+            <method name="Set"><arg name="interface" type="s" direction="in"/><arg name="name" type="s" direction="in"/><arg name="value" type="v" direction="in"/></method>
+            <signal name="PropertiesChanged"><arg name="interface" type="s"/><arg name="changed" type="a{sv}"/><arg name="invalidated" type="as"/></signal>
+          </interface>
+          <interface name="\(Self.rootInterface)">
+            <method name="Raise"/>
+            <method name="Quit"/>
+        \(properties(rootProperties()))  </interface>
+          <interface name="\(Self.playerInterface)">
+            <method name="Next"/>
+            <method name="Previous"/>
+            <method name="Pause"/>
+            <method name="PlayPause"/>
+            <method name="Stop"/>
+            <method name="Play"/>
+            <method name="Seek"><arg name="Offset" type="x" direction="in"/></method>
+            <method name="SetPosition"><arg name="TrackId" type="o" direction="in"/><arg name="Position" type="x" direction="in"/></method>
+            <method name="OpenUri"><arg name="Uri" type="s" direction="in"/></method>
+            <signal name="Seeked"><arg name="Position" type="x"/></signal>
+        \(properties(playerProperties()))  </interface>
+        </node>
+        """
+    }
 }

@@ -70,6 +70,14 @@ final class SystemPlayerMPRISTests: XCTestCase {
         app.queue = MusicPlayer.Queue(for: Array(songs.prefix(3)))
         try await waitForTheBusName()
         XCTAssertEqual(try playerctl("status").out, "Stopped\n")
+        let introspection = try runTool("/usr/bin/dbus-send", ["--bus=\(busAddress)", "--print-reply", "--dest=org.mpris.MediaPlayer2.musickit",
+                                                                "/org/mpris/MediaPlayer2", "org.freedesktop.DBus.Introspectable.Introspect"],
+                                        environment: [:]).out
+        for line in ["<property name=\"LoopStatus\" type=\"s\" access=\"readwrite\"/>",
+                     "<property name=\"Metadata\" type=\"a{sv}\" access=\"read\"/>",
+                     "<property name=\"SupportedUriSchemes\" type=\"as\" access=\"read\"/>", "<method name=\"OpenUri\">"] {
+            XCTAssertTrue(introspection.contains(line), "\(line) in \(introspection)")
+        }
 
         XCTAssertEqual(try playerctl("play").code, 0)
         await eventually("playing, as the app sees it") { app.state.playbackStatus == .playing }
