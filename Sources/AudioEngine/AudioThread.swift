@@ -96,8 +96,11 @@ struct AudioRenderer: ~Copyable {
     /// `service` publishes the latter after the position.
     private var pendingSeekSerial: UInt64 = 0
     private var reachedSeekSerial: UInt64 = 0
-    /// The entry last announced at the output while nothing was heard (`entryCued`).
+    /// The entry last announced at the output while nothing was heard (`entryCued`), and
+    /// whether such announcements are due: after a skip or seek made while not playing (not
+    /// while a new stream fills before its first start).
     private var cuedToken: UInt64 = 0
+    private var announcesCues = false
     private var prerollSlotIndex = -1
     private var prerollOffset = 0
 
@@ -376,6 +379,7 @@ struct AudioRenderer: ~Copyable {
         primedAnnounced = false
         inUnderrun = false
         mode = .filling(autoStart: autoStart)
+        announcesCues = !autoStart
         publishPosition(played: played)
     }
 
@@ -817,9 +821,9 @@ struct AudioRenderer: ~Copyable {
         shared.publishPosition(token: position.token, frame: position.frame, playedFrames: played)
         switch mode {
         case .filling(autoStart: false), .ready, .paused:
-            // Nothing is heard: an entry that a skip, seek or prepare put at the output is
-            // announced now (a paused player shows it), not when it is heard.
-            if let token = position.token, token != cuedToken {
+            // Nothing is heard: an entry that a skip or seek put at the output is announced
+            // now (a paused player shows it), not when it is heard.
+            if announcesCues, let token = position.token, token != cuedToken {
                 cuedToken = token
                 if events.push(.entryCued(token: token)) { decoderWake.signal() }
             }

@@ -102,8 +102,8 @@ public enum AudioEngineEvent: Sendable, Equatable {
     /// it is being heard now, not merely decoded. `streamFrame` counts frames heard since the
     /// stream opened.
     case entryStarted(AudioEntry.Token, streamFrame: Int)
-    /// While nothing is heard (paused, or prepared), a skip, seek or prepare put this entry at the
-    /// output: it is the first heard when playback starts or resumes (`entryStarted` follows then).
+    /// While nothing is heard (paused, or prepared), a skip or seek put this entry at the output:
+    /// it is the first heard when playback starts or resumes (`entryStarted` follows then).
     case entryCued(AudioEntry.Token)
     /// The entry's last frame was heard and the next one (if any) follows without a gap.
     case entryFinished(AudioEntry.Token)
