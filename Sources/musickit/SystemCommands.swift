@@ -1,4 +1,3 @@
-import AudioEngine
 import Foundation
 import Glibc
 import MusicKit
@@ -10,32 +9,32 @@ import MusicKit
 /// One command that does one thing to the system player.
 enum SystemCommand {
     static let commands: [Command] = [
-        command("status", "what the system player (musickitd) plays, and where", "") { player in
+        command("status", "what the system player (musickitd) plays, and where") { player in
             printStatus(player)
         },
-        command("pause", "pause the system player", "") { player in
+        command("pause", "pause the system player") { player in
             player.pause()
             try player.synchronize()
             printStatus(player)
         },
-        command("resume", "play the system player's queue (from where it stopped)", "") { player in
+        command("resume", "play the system player's queue (from where it stopped)") { player in
             try player.playNow()
             printStatus(player)
         },
-        command("next", "skip the system player to its next entry", "") { player in
+        command("next", "skip the system player to its next entry") { player in
             try player.skipToNextEntryNow()
             printStatus(player)
         },
-        command("previous", "skip the system player to its previous entry (or restart after 3 s)", "") { player in
+        command("previous", "skip the system player to its previous entry (or restart after 3 s)") { player in
             try player.skipToPreviousEntryNow()
             printStatus(player)
         },
-        command("stop", "stop the system player (its queue stays)", "") { player in
+        command("stop", "stop the system player (its queue stays)") { player in
             player.stop()
             try player.synchronize()
             printStatus(player)
         },
-        command("queue", "the system player's current entry (an app sees no other, as on iOS)", "") { player in
+        command("queue", "the system player's current entry (an app sees no other, as on iOS)") { player in
             try player.synchronize()
             if let entry = player.queue.currentEntry {
                 Console.out("\(describe(entry))\n")
@@ -62,11 +61,11 @@ enum SystemCommand {
             }
         })
 
-    private static func command(_ name: String, _ summary: String, _ more: String,
+    private static func command(_ name: String, _ summary: String,
                                 _ body: @escaping @Sendable (SystemMusicPlayer) throws -> Void) -> Command {
         Command(name: name, summary: summary,
                 help: { "usage: musickit \(name)\n\n\(summary.prefix(1).uppercased() + summary.dropFirst()) "
-                        + "(the daemon musickitd; started if none runs).\(more)\n\nexit codes:\n\(ExitCode.helpText)" },
+                        + "(the daemon musickitd; started if none runs).\n\nexit codes:\n\(ExitCode.helpText)" },
                 run: { arguments in
                     guard arguments.isEmpty else {
                         Console.error("musickit \(name): takes no arguments, got \(arguments.joined(separator: " "))\n")

@@ -114,7 +114,7 @@ final class MPRISServer: @unchecked Sendable {
         let (contents, currentID) = player.queue.snapshot
         let index = currentID.flatMap { contents.index(ofEntryID: $0) }
         let hasEntry = index != nil
-        var properties: [String: DBusValue] = [
+        let properties: [String: DBusValue] = [
             "PlaybackStatus": .string(Self.status(state.playbackStatus)),
             "LoopStatus": .string(Self.loopStatus(state.repeatMode ?? .none)),
             "Shuffle": .boolean(state.shuffleMode == .songs),
@@ -130,7 +130,6 @@ final class MPRISServer: @unchecked Sendable {
             "CanSeek": .boolean(hasEntry),
             "CanControl": .boolean(true),
         ]
-        if !hasEntry { properties["CanGoNext"] = .boolean(false) }
         return properties
     }
 
@@ -185,7 +184,7 @@ final class MPRISServer: @unchecked Sendable {
     /// position is not where playing on from the last change would have put it.
     private func announceChanges(on connection: DBusConnection) {
         var properties = playerProperties()
-        let position = player.playbackTime
+        let position = Double(properties["Position"]?.int64 ?? 0) / 1_000_000
         let entry = player.queue.currentEntryID
         let now = ProcessInfo.processInfo.systemUptime
         let moving = player.state.playbackStatus == .playing

@@ -463,24 +463,10 @@ enum SystemPlayerDaemon {
         variables["MUSICKIT_RUNTIME_DIR"] = environment.runtimeDirectory.path
         if let assets = environment.assetsDirectory { variables["MUSICKIT_ASSETS"] = assets.path }
         let log = SystemMusicPlayer.daemonLogURL(environment).path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, 0x80)  // POSIX_SPAWN_SETSID (glibc; not exported to Swift)
-        let arguments = [executable]
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard status == 0 else {
-            throw SystemMusicPlayerError(reason: "could not start \(executable): \(String(cString: strerror(status)))")
+        let pid: pid_t
+        switch spawnProcess([executable], environment: variables, outputPath: log, newSession: true) {
+        case .success(let started): pid = started
+        case .failure(let error): throw SystemMusicPlayerError(reason: "could not start \(executable): \(error)")
         }
         // Reap it if it exits at once (another daemon won the lock); it is not our child to wait for otherwise.
         let child = pid

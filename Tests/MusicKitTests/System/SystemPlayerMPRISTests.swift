@@ -227,18 +227,10 @@ private final class SoundServer: @unchecked Sendable {
         variables["XDG_RUNTIME_DIR"] = directory.appendingPathComponent("runtime").path
         variables["PULSE_RUNTIME_PATH"] = directory.appendingPathComponent("runtime").path
         variables["PULSE_SERVER"] = nil
-        // posix_spawn, not Foundation's Process: pulseaudio closes the descriptors it inherits,
-        // and Process takes that for its exit and waits for it (blocking every other Process).
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, arguments[0], &actions, nil, argv, envp) == 0 else { throw XCTSkip("pulseaudio could not be started") }
+        // Not Foundation's Process: pulseaudio closes the descriptors it inherits (see spawnProcess).
+        guard case .success(let pid) = spawnProcess(arguments, environment: variables, outputPath: "/dev/null", newSession: false) else {
+            throw XCTSkip("pulseaudio could not be started")
+        }
         self.pid = pid
         for _ in 0..<100 {  // its socket answers (pactl info), at most 5 s
             if (try? runTool("/usr/bin/pactl", ["info"], environment: ["PULSE_SERVER": address]).code) == 0 { return }
