@@ -16,8 +16,12 @@ let package = Package(
     targets: [
         // C libraries from Debian's packages, one system-library target each.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
-        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
-        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // libsndfile's and libsoxr's headers (libsndfile1-dev, libsoxr-dev). Not linked: the engine
+        // opens libsndfile.so.1 (which loads eight codec libraries) and libsoxr.so.0 when it first
+        // decodes or resamples (Sources/AudioEngine/SndFile.swift, SampleRateConverter.swift), so
+        // that a command that plays nothing does not load them at start (0.75 ms).
+        .systemLibrary(name: "CSndFile", path: "Sources/CSndFile"),
+        .systemLibrary(name: "CSoxr", path: "Sources/CSoxr"),
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),

@@ -2,7 +2,9 @@ import CSndFile
 import Foundation
 import Glibc
 
-// The one wrapper around libsndfile (CSndFile). Every sf_* call of the project goes through this file.
+// The one wrapper around libsndfile (CSndFile). Every sf_* call of the project goes through this file,
+// through `LibSndFile`'s table: libsndfile.so.1 (and the eight codec libraries it loads) is opened
+// when the first file is, not at every program's start (see DynamicLibrary).
 
 /// Why an audio file could not be played, naming the file.
 public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -74,6 +76,7 @@ public struct AudioFileInfo: Sendable, Equatable {
 public final class AudioFileDecoder {
     public let path: String
     public let info: AudioFileInfo
+    private let sndfile: LibSndFile
     private let file: OpaquePointer
     /// Frames decoded so far (the read position).
     public private(set) var position = 0
@@ -115,12 +118,18 @@ public final class AudioFileDecoder {
             throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno))))
         }
 
+        let sndfile: LibSndFile
+        switch LibSndFile.loaded {
+        case .success(let library): sndfile = library
+        case .failure(let failure): throw DecoderError(path: path, reason: .unsupportedFormat(failure.description))
+        }
+        self.sndfile = sndfile
         var sfinfo = SF_INFO()
-        let opened = AudioFileDecoder.isMPEG(path) ? MPEGNotes.withNotesDropped { sf_open(path, Int32(SFM_READ), &sfinfo) }
-            : sf_open(path, Int32(SFM_READ), &sfinfo)
+        let opened = AudioFileDecoder.isMPEG(path) ? MPEGNotes.withNotesDropped { sndfile.open(path, Int32(SFM_READ), &sfinfo) }
+            : sndfile.open(path, Int32(SFM_READ), &sfinfo)
         guard let handle = opened else {
-            let code = sf_error(nil)
-            var message = String(cString: sf_strerror(nil))
+            let code = sndfile.error(nil)
+            var message = String(cString: sndfile.errorText(nil))
             if message.contains("not a regular file") || message.contains("does not exist") {
                 // libsndfile says this when a decoder it tried (mpg123 for .mp3) gave up on the
                 // data; the file was checked above and is a readable regular file.
@@ -144,16 +153,16 @@ public final class AudioFileDecoder {
         }
         file = handle
         if sfinfo.channels < 1 || sfinfo.samplerate < 1 {
-            sf_close(handle)
+            _ = sndfile.close(handle)
             throw DecoderError(path: path, reason: .corrupt("declares \(sfinfo.channels) channels at \(sfinfo.samplerate) Hz"))
         }
         if sfinfo.frames == 0 {
-            sf_close(handle)
+            _ = sndfile.close(handle)
             throw DecoderError(path: path, reason: .noAudio)
         }
         // Integer sources are scaled by 1/32768 (16-bit) etc.: exact in Float for up to 24 bits.
-        sf_command(handle, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
-        info = AudioFileDecoder.readInfo(handle, sfinfo)
+        _ = sndfile.command(handle, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
+        info = AudioFileDecoder.readInfo(sndfile, handle, sfinfo)
         // libsndfile shortens a WAV whose data chunk is cut off to what is there, silently;
         // the header still says how long it should be.
         if sfinfo.format & Int32(SF_FORMAT_TYPEMASK) == Int32(SF_FORMAT_WAV),
@@ -209,17 +218,17 @@ public final class AudioFileDecoder {
         return nil
     }
 
-    deinit { sf_close(file) }
+    deinit { _ = sndfile.close(file) }
 
-    private static func readInfo(_ handle: OpaquePointer, _ sfinfo: SF_INFO) -> AudioFileInfo {
+    private static func readInfo(_ sndfile: LibSndFile, _ handle: OpaquePointer, _ sfinfo: SF_INFO) -> AudioFileInfo {
         func tag(_ type: Int32) -> String? {
-            guard let value = sf_get_string(handle, type) else { return nil }
+            guard let value = sndfile.getString(handle, type) else { return nil }
             let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
             return text.isEmpty ? nil : text
         }
         var format = SF_FORMAT_INFO()
         format.format = sfinfo.format & Int32(SF_FORMAT_TYPEMASK)
-        let formatName = sf_command(nil, Int32(SFC_GET_FORMAT_INFO), &format, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0
+        let formatName = sndfile.command(nil, Int32(SFC_GET_FORMAT_INFO), &format, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0
             ? format.name.map { String(cString: $0) } ?? "unknown" : "unknown"
         let track = tag(Int32(SF_STR_TRACKNUMBER)).flatMap { Int($0.split(separator: "/").first ?? "") }
         return AudioFileInfo(sampleRate: Int(sfinfo.samplerate), channelCount: Int(sfinfo.channels),
@@ -234,12 +243,12 @@ public final class AudioFileDecoder {
     /// Returns the frames decoded; 0 at the end. Throws `.truncated` or `.corrupt` when the
     /// data stops or breaks before the declared length.
     public func read(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) throws(DecoderError) -> Int {
-        let decoded = Int(sf_readf_float(file, buffer, sf_count_t(frameCount)))
+        let decoded = Int(sndfile.readFloatFrames(file, buffer, sf_count_t(frameCount)))
         position += decoded
         if decoded < frameCount {
-            let code = sf_error(file)
+            let code = sndfile.error(file)
             if code != 0 {
-                throw DecoderError(path: path, reason: .corrupt(String(cString: sf_strerror(file))))
+                throw DecoderError(path: path, reason: .corrupt(String(cString: sndfile.errorText(file))))
             }
             // A clean end before the declared length means the file was cut short. Stream
             // formats (MP3) only estimate their length, so allow them a small difference.
@@ -255,7 +264,7 @@ public final class AudioFileDecoder {
     /// Moves the read position to `frame` (clamped to the file).
     public func seek(toFrame frame: Int) throws(DecoderError) {
         let target = max(0, min(frame, info.frameCount))
-        let result = sf_seek(file, sf_count_t(target), SEEK_SET)
+        let result = sndfile.seek(file, sf_count_t(target), SEEK_SET)
         if result < 0 {
             throw DecoderError(path: path, reason: .corrupt("cannot seek to frame \(target)"))
         }
@@ -267,8 +276,13 @@ public final class AudioFileDecoder {
         try AudioFileDecoder(path: path).info
     }
 
-    /// The libsndfile version string, e.g. "libsndfile-1.2.0".
-    public static var libraryVersion: String { String(cString: sf_version_string()) }
+    /// The libsndfile version string, e.g. "libsndfile-1.2.0" (or why the library is missing).
+    public static var libraryVersion: String {
+        switch LibSndFile.loaded {
+        case .success(let library): String(cString: library.versionString())
+        case .failure(let failure): failure.description
+        }
+    }
 }
 
 /// Why an audio file could not be written.
@@ -335,6 +349,7 @@ public final class AudioFileWriter {
     public let path: String
     public let channelCount: Int
     private let isSixteenBit: Bool
+    private let sndfile: LibSndFile
     private var file: OpaquePointer?
 
     public init(path: String, format: Format, sampleRate: Int, channelCount: Int,
@@ -342,25 +357,29 @@ public final class AudioFileWriter {
         self.path = path
         self.channelCount = channelCount
         isSixteenBit = format == .wav16 || format == .flac16
+        switch LibSndFile.loaded {
+        case .success(let library): sndfile = library
+        case .failure(let failure): throw EncoderError(path: path, message: failure.description)
+        }
         var sfinfo = SF_INFO()
         sfinfo.samplerate = Int32(sampleRate)
         sfinfo.channels = Int32(channelCount)
         sfinfo.format = format.sndfileFormat
-        guard let handle = sf_open(path, Int32(SFM_WRITE), &sfinfo) else {
-            throw EncoderError(path: path, message: String(cString: sf_strerror(nil)))
+        guard let handle = sndfile.open(path, Int32(SFM_WRITE), &sfinfo) else {
+            throw EncoderError(path: path, message: String(cString: sndfile.errorText(nil)))
         }
         file = handle
         if var quality = format.quality {
             // libsndfile's compression level runs the other way: 0 is best quality.
             quality = 1 - min(max(quality, 0), 1)
-            sf_command(handle, Int32(SFC_SET_COMPRESSION_LEVEL), &quality, Int32(MemoryLayout<Double>.size))
+            _ = sndfile.command(handle, Int32(SFC_SET_COMPRESSION_LEVEL), &quality, Int32(MemoryLayout<Double>.size))
         }
         let strings: [(Int32, String?)] = [
             (Int32(SF_STR_TITLE), tags.title), (Int32(SF_STR_ARTIST), tags.artist),
             (Int32(SF_STR_ALBUM), tags.album), (Int32(SF_STR_GENRE), tags.genre),
             (Int32(SF_STR_TRACKNUMBER), tags.trackNumber.map(String.init)), (Int32(SF_STR_DATE), tags.date),
         ]
-        for case let (type, value?) in strings { sf_set_string(handle, type, value) }
+        for case let (type, value?) in strings { _ = sndfile.setString(handle, type, value) }
     }
 
     deinit { try? close() }
@@ -378,12 +397,12 @@ public final class AudioFileWriter {
                 let scaled = (sample * 32_768).rounded()
                 return scaled.isNaN ? 0 : Int16(min(max(scaled, -32_768), 32_767))
             }
-            written = sf_writef_short(file, shorts, sf_count_t(frames))
+            written = sndfile.writeShortFrames(file, shorts, sf_count_t(frames))
         } else {
-            written = sf_writef_float(file, base, sf_count_t(frames))
+            written = sndfile.writeFloatFrames(file, base, sf_count_t(frames))
         }
         if written != frames {
-            throw EncoderError(path: path, message: String(cString: sf_strerror(file)))
+            throw EncoderError(path: path, message: String(cString: sndfile.errorText(file)))
         }
     }
 
@@ -395,10 +414,44 @@ public final class AudioFileWriter {
     public func close() throws(EncoderError) {
         guard let file else { return }
         self.file = nil
-        if sf_close(file) != 0 {
+        if sndfile.close(file) != 0 {
             throw EncoderError(path: path, message: "closing failed")
         }
     }
+}
+
+/// The libsndfile functions this file calls, from libsndfile.so.1 opened at first use.
+private struct LibSndFile: @unchecked Sendable {
+    // @unchecked: C function pointers, callable from any thread.
+    typealias File = OpaquePointer
+    let open: @convention(c) (UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<SF_INFO>?) -> File?
+    let close: @convention(c) (File?) -> Int32
+    let error: @convention(c) (File?) -> Int32
+    let errorText: @convention(c) (File?) -> UnsafePointer<CChar>
+    let command: @convention(c) (File?, Int32, UnsafeMutableRawPointer?, Int32) -> Int32
+    let getString: @convention(c) (File?, Int32) -> UnsafePointer<CChar>?
+    let setString: @convention(c) (File?, Int32, UnsafePointer<CChar>?) -> Int32
+    let readFloatFrames: @convention(c) (File?, UnsafeMutablePointer<Float>?, sf_count_t) -> sf_count_t
+    let writeFloatFrames: @convention(c) (File?, UnsafePointer<Float>?, sf_count_t) -> sf_count_t
+    let writeShortFrames: @convention(c) (File?, UnsafePointer<Int16>?, sf_count_t) -> sf_count_t
+    let seek: @convention(c) (File?, sf_count_t, Int32) -> sf_count_t
+    let versionString: @convention(c) () -> UnsafePointer<CChar>
+
+    static let loaded: Result<LibSndFile, DynamicLibrary.Failure> = {
+        do throws(DynamicLibrary.Failure) {
+            let library = try DynamicLibrary("libsndfile.so.1")
+            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
+            return .success(LibSndFile(
+                open: try function("sf_open"), close: try function("sf_close"), error: try function("sf_error"),
+                errorText: try function("sf_strerror"), command: try function("sf_command"),
+                getString: try function("sf_get_string"), setString: try function("sf_set_string"),
+                readFloatFrames: try function("sf_readf_float"), writeFloatFrames: try function("sf_writef_float"),
+                writeShortFrames: try function("sf_writef_short"), seek: try function("sf_seek"),
+                versionString: try function("sf_version_string")))
+        } catch {
+            return .failure(error)
+        }
+    }()
 }
 
 /// libmpg123 (behind libsndfile, for MP3) writes its own "Note: Illegal Audio-MPEG-Header …"

@@ -1,3 +1,4 @@
+import AudioEngine
 import CSystemd
 import Glibc
 

@@ -1,3 +1,4 @@
+import AudioEngine
 import COpenSSL
 import Foundation
 
