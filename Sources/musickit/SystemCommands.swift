@@ -10,6 +10,7 @@ import MusicKit
 enum SystemCommand {
     static let commands: [Command] = [
         command("status", "what the system player (musickitd) plays, and where") { player in
+            try player.connect()
             printStatus(player)
         },
         command("pause", "pause the system player") { player in
@@ -35,7 +36,7 @@ enum SystemCommand {
             printStatus(player)
         },
         command("queue", "the system player's current entry (an app sees no other, as on iOS)") { player in
-            try player.synchronize()
+            try player.connect()
             if let entry = player.queue.currentEntry {
                 Console.out("\(describe(entry))\n")
             } else {
@@ -75,11 +76,13 @@ enum SystemCommand {
                 })
     }
 
-    /// Runs `body` with the system player; a daemon that cannot be reached or refuses is exit 1.
+    /// Runs `body` with a short-lived system player, which connects at `body`'s first request
+    /// (starting the daemon if none runs) and takes the daemon's state from its answer, so that
+    /// `musickit next` costs one connection and one round trip. A daemon that cannot be reached
+    /// or refuses is exit 1.
     static func withPlayer(_ name: String, _ body: (SystemMusicPlayer) throws -> Void) -> ExitCode {
-        let player = SystemMusicPlayer(environment: nil)
+        let player = SystemMusicPlayer(environment: nil, shortLived: true)
         do {
-            try player.connect()  // the daemon's state taken (it is started if none runs)
             try body(player)
             return .success
         } catch {
@@ -90,14 +93,28 @@ enum SystemCommand {
 
     static func printStatus(_ player: SystemMusicPlayer) {
         let state = player.state
-        var line = "\(state.playbackStatus)"
+        var line = name(of: state.playbackStatus)
         if let entry = player.queue.currentEntry {
             line += ": \(describe(entry))  at \(formatTime(player.playbackTime))"
         } else {
             line += " (empty queue)"
         }
-        line += "  repeat \(state.repeatMode.map { "\($0)" } ?? "none"), shuffle \(state.shuffleMode == .songs ? "on" : "off")"
+        let repeatMode = switch state.repeatMode ?? .none { case .none: "none"; case .one: "one"; case .all: "all" }
+        line += "  repeat \(repeatMode), shuffle \(state.shuffleMode == .songs ? "on" : "off")"
         Console.out(line + "\n")
+    }
+
+    /// The status as a word (spelled out: interpolating the enum would go through reflection,
+    /// a measurable part of a short command's run).
+    static func name(of status: MusicPlayer.PlaybackStatus) -> String {
+        switch status {
+        case .stopped: "stopped"
+        case .playing: "playing"
+        case .paused: "paused"
+        case .interrupted: "interrupted"
+        case .seekingForward: "seekingForward"
+        case .seekingBackward: "seekingBackward"
+        }
     }
 
     static func describe(_ entry: MusicPlayer.Queue.Entry) -> String {

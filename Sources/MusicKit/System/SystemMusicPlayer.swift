@@ -38,18 +38,20 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     private let mirror = Mutex(Mirror())
 
     /// A player for the daemon of `environment` (nil: `MusicKitEnvironment.current` when it
-    /// first connects).
-    package init(environment: MusicKitEnvironment?) {
-        connection = SystemPlayerConnection(environment: environment)
+    /// first connects). `shortLived` (the CLI's commands): no subscription to the daemon's
+    /// changes and no reader thread; each request is answered on the calling thread, its
+    /// answer bringing the state, so that `musickit next` costs one connection and one round trip.
+    package init(environment: MusicKitEnvironment?, shortLived: Bool = false) {
+        connection = SystemPlayerConnection(environment: environment, subscribing: !shortLived)
         super.init()
         mirrorQueue.player = self
         connection.onState = { [weak self] state in self?.apply(state) }
         state.onModeChange = { [weak self] in self?.modesChanged() }
-        state.onRateChange = { [weak self] rate in self?.send("rate", ["rate": Double(rate)]) }
+        state.onRateChange = { [weak self] rate in self?.send("rate", ["rate": .number(Double(rate))]) }
         // Observers of `state` see the system's playback from the start: connect right away —
         // here when the daemon runs (a millisecond), off the caller's thread when it has to be
         // started.
-        if !connection.connectIfRunning() {
+        if !shortLived && !connection.connectIfRunning() {
             let connection = self.connection
             Thread.detachNewThread { connection.ensureConnected() }
         }
@@ -65,8 +67,8 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
         set {
             let (contents, currentID) = newValue.snapshot
-            var args: [String: Any] = ["parts": SystemPlayerWire.parts(of: contents)]
-            if let currentID, let index = contents.index(ofEntryID: currentID) { args["start"] = index }
+            var args: SystemPlayerWire.Message = ["parts": SystemPlayerWire.parts(of: contents)]
+            if let currentID, let index = contents.index(ofEntryID: currentID) { args["start"] = JSONValue(index) }
             send("setQueue", args)
         }
     }
@@ -97,7 +99,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             let mirror = mirror.withLock { $0 }
             return max(0, mirror.time + (Date().timeIntervalSince1970 - mirror.at) * mirror.rate)
         }
-        set { send("seek", ["time": max(0, newValue)]) }
+        set { send("seek", ["time": .number(max(0, newValue))]) }
     }
 
     // MARK: - The daemon (the CLI's `musickit daemon`, tests)
@@ -105,7 +107,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// The daemon's process ID (it is started if none runs).
     package func daemonProcessID() throws -> pid_t {
         let reply = try connection.call("hello", ["subscribe": true])
-        return pid_t((reply["result"] as? [String: Any])?["pid"] as? Int ?? 0)
+        return pid_t(reply["result"]?["pid"]?.int ?? 0)
     }
 
     /// Asks the daemon to save its state and exit; returns when it has exited (its lock is
@@ -142,7 +144,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         defer { close(socket) }
         guard (try? SystemPlayerWire.send(["id": 1, "op": "hello"], on: socket)) != nil,
               let reply = try? SystemPlayerWire.receive(on: socket),
-              let pid = (reply["result"] as? [String: Any])?["pid"] as? Int else { return nil }
+              let pid = reply["result"]?["pid"]?.int else { return nil }
         return pid_t(pid)
     }
 
@@ -160,14 +162,13 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     package func skipToNextEntryNow() throws { try connection.call("next") }
     package func skipToPreviousEntryNow() throws { try connection.call("previous") }
 
-    private func request(_ op: String, _ args: [String: Any] = [:]) async throws {
+    private func request(_ op: String, _ args: SystemPlayerWire.Message = [:]) async throws {
         let connection = self.connection
-        nonisolated(unsafe) let args = args
         try await Task.detached { _ = try connection.call(op, args) }.value
     }
 
     /// Sends without waiting for the answer (it still updates the state when it comes).
-    private func send(_ op: String, _ args: [String: Any] = [:]) {
+    private func send(_ op: String, _ args: SystemPlayerWire.Message = [:]) {
         connection.post(op, args)
     }
 
@@ -178,32 +179,32 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     private func modesChanged() {
-        send("modes", ["repeat": SystemPlayerWire.name(of: state.repeatMode ?? .none),
+        send("modes", ["repeat": .string(SystemPlayerWire.name(of: state.repeatMode ?? .none)),
                        "shuffle": state.shuffleMode == .songs ? "songs" : "off"])
     }
 
     /// Takes the daemon's state into the observable state and the queue's current entry.
-    private func apply(_ object: [String: Any]) {
-        let rate = object["rate"] as? Double ?? 0
+    private func apply(_ object: JSONValue) {
+        let rate = object["rate"]?.number ?? 0
         mirror.withLock { mirror in
-            mirror.time = object["time"] as? Double ?? 0
-            mirror.at = object["at"] as? Double ?? Date().timeIntervalSince1970
+            mirror.time = object["time"]?.number ?? 0
+            mirror.at = object["at"]?.number ?? Date().timeIntervalSince1970
             mirror.rate = rate
-            mirror.prepared = object["prepared"] as? Bool ?? false
+            mirror.prepared = object["prepared"]?.bool ?? false
         }
-        state.setModesFromElsewhere(repeatMode: SystemPlayerWire.repeatMode(object["repeat"] as? String ?? "none"),
-                                    shuffleMode: object["shuffle"] as? String == "songs" ? .songs : .off)
-        let variant: AudioVariant? = switch object["variant"] as? String {
+        state.setModesFromElsewhere(repeatMode: SystemPlayerWire.repeatMode(object["repeat"]?.string ?? "none"),
+                                    shuffleMode: object["shuffle"]?.string == "songs" ? .songs : .off)
+        let variant: AudioVariant? = switch object["variant"]?.string {
         case "lossless": .lossless
         case "lossyStereo": .lossyStereo
         default: nil
         }
         state.setAudioVariant(variant)
-        state.setPlaybackStatus(SystemPlayerWire.status(object["status"] as? String ?? "stopped"), rate: Float(rate))
-        let entry = (object["entry"] as? [String: Any]).flatMap { current -> MusicPlayer.Queue.Entry? in
-            guard let id = current["id"] as? String, let resource = SystemPlayerWire.resource(current["resource"]) else { return nil }
-            return MusicPlayer.Queue.Entry(resource: resource, startTime: current["start"] as? Double,
-                                           endTime: current["end"] as? Double, id: id)
+        state.setPlaybackStatus(SystemPlayerWire.status(object["status"]?.string ?? "stopped"), rate: Float(rate))
+        let entry = object["entry"].flatMap { current -> MusicPlayer.Queue.Entry? in
+            guard let id = current["id"]?.string, let resource = SystemPlayerWire.resource(current["resource"]) else { return nil }
+            return MusicPlayer.Queue.Entry(resource: resource, startTime: current["start"]?.number,
+                                           endTime: current["end"]?.number, id: id)
         }
         mirrorQueue.showCurrent(entry)
     }
@@ -278,35 +279,40 @@ final class SystemPlayerConnection: @unchecked Sendable {
     // @unchecked: mutable state is in `state` (a Mutex); writes are serialized by `writeLock`.
     private let fixedEnvironment: MusicKitEnvironment?
     private let writeLock = NSLock()
-    var onState: (@Sendable ([String: Any]) -> Void)?
+    var onState: (@Sendable (JSONValue) -> Void)?
 
-    /// A message received, handed between threads (JSON values only).
-    struct Message: @unchecked Sendable {
-        let object: [String: Any]
-    }
+    typealias Message = SystemPlayerWire.Message
     typealias Answer = @Sendable (Result<Message, any Error>) -> Void
 
     private struct State {
         var descriptor: Int32 = -1
+        /// The socket being connected (its subscription not answered yet).
+        var connecting: Int32 = -1
         var nextID = 1
         var waiting: [Int: Answer] = [:]
     }
     private let state = Mutex(State())
 
-    init(environment: MusicKitEnvironment?) {
+    /// Whether the connection subscribes to the daemon's changes (with a reader thread that
+    /// takes them and the answers); without, each request reads its own answer.
+    private let subscribing: Bool
+
+    init(environment: MusicKitEnvironment?, subscribing: Bool = true) {
         fixedEnvironment = environment
+        self.subscribing = subscribing
     }
 
     var environment: MusicKitEnvironment { fixedEnvironment ?? .current }
 
     /// Connects (and subscribes to the state) if not connected; a failure is left for the next call.
     func ensureConnected() {
+        guard subscribing else { return }
         _ = try? connectedDescriptor()
     }
 
-    /// Connects (starting the daemon if needed) or throws why not.
+    /// Connects (starting the daemon if needed) and takes the daemon's state, or throws why not.
     func connect() throws {
-        _ = try connectedDescriptor()
+        if subscribing { _ = try connectedDescriptor() } else { try call("state") }
     }
 
     /// Connects if a daemon answers, without starting one; whether connected.
@@ -316,7 +322,7 @@ final class SystemPlayerConnection: @unchecked Sendable {
 
     /// Sends `op` and waits for its answer; throws the daemon's error.
     @discardableResult
-    func call(_ op: String, _ args: [String: Any] = [:]) throws -> [String: Any] {
+    func call(_ op: String, _ args: Message = [:]) throws -> Message {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<Message, any Error>?>(nil)
         try send(op, args) { result in
@@ -324,27 +330,29 @@ final class SystemPlayerConnection: @unchecked Sendable {
             done.signal()
         }
         done.wait()
-        let reply = try outcome.withLock { $0! }.get().object
-        if reply["ok"] as? Bool != true {
-            throw SystemMusicPlayerError(reason: reply["error"] as? String ?? "the system player refused \(op)")
+        let reply = try outcome.withLock { $0! }.get()
+        if reply["ok"]?.bool != true {
+            throw SystemMusicPlayerError(reason: reply["error"]?.string ?? "the system player refused \(op)")
         }
         return reply
     }
 
     /// Sends `op` without waiting; a failure to reach the daemon is dropped.
-    func post(_ op: String, _ args: [String: Any]) {
+    func post(_ op: String, _ args: Message) {
         try? send(op, args) { _ in }
     }
 
-    private func send(_ op: String, _ args: [String: Any], answer: @escaping Answer) throws {
+    private func send(_ op: String, _ args: Message, answer: @escaping Answer) throws {
+        guard subscribing else { return try exchange(op, args, answer: answer) }
         let descriptor = try connectedDescriptor()
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             state.waiting[state.nextID] = answer
             return state.nextID
         }
+        let request: Message = ["id": JSONValue(id), "op": .string(op), "args": .object(args)]
         do {
-            try writeLock.withLock { try SystemPlayerWire.send(["id": id, "op": op, "args": args], on: descriptor) }
+            try writeLock.withLock { try SystemPlayerWire.send(request, on: descriptor) }
         } catch {
             _ = state.withLock { $0.waiting.removeValue(forKey: id) }
             disconnect(descriptor, error)
@@ -356,6 +364,50 @@ final class SystemPlayerConnection: @unchecked Sendable {
     /// first state) instead of reading a mirror that is not filled yet.
     private let connectLock = NSLock()
 
+    /// A request answered on this thread (a connection that does not subscribe): writes it and
+    /// reads until its answer, which brings the daemon's state.
+    private func exchange(_ op: String, _ args: Message, answer: Answer) throws {
+        let descriptor = try socketDescriptor()
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        let reply: Message
+        do {
+            reply = try writeLock.withLock {
+                try SystemPlayerWire.send(["id": JSONValue(id), "op": .string(op), "args": .object(args)], on: descriptor)
+                while true {
+                    guard let message = try SystemPlayerWire.receive(on: descriptor) else {
+                        throw SystemMusicPlayerError(reason: "the system player (musickitd) closed the connection")
+                    }
+                    if message["id"]?.int == id { return message }
+                }
+            }
+        } catch {
+            disconnect(descriptor, error)
+            throw error
+        }
+        if let state = reply["state"], state.object != nil { onState?(state) }
+        answer(.success(reply))
+    }
+
+    /// A connected socket with nothing else done (the daemon started when none listens).
+    private func socketDescriptor() throws -> Int32 {
+        if let descriptor = state.withLock({ $0.descriptor >= 0 ? $0.descriptor : nil }) { return descriptor }
+        let descriptor = try openSocket(startingDaemon: true)
+        state.withLock { $0.descriptor = descriptor }
+        return descriptor
+    }
+
+    private func openSocket(startingDaemon: Bool) throws -> Int32 {
+        let environment = self.environment
+        let path = SystemPlayerWire.socketURL(environment).path
+        if let connected = try? SystemPlayerWire.connect(to: path) { return connected }
+        guard startingDaemon else { throw SystemMusicPlayerError(reason: "musickitd does not run") }
+        try SystemPlayerDaemon.start(environment)
+        return try SystemPlayerDaemon.waitForSocket(path)
+    }
+
     /// The connected socket, the daemon's state taken: connects, starting the daemon when none
     /// listens, and subscribes.
     private func connectedDescriptor(startingDaemon: Bool = true) throws -> Int32 {
@@ -363,34 +415,36 @@ final class SystemPlayerConnection: @unchecked Sendable {
         connectLock.lock()
         defer { connectLock.unlock() }
         if let descriptor = state.withLock({ $0.descriptor >= 0 ? $0.descriptor : nil }) { return descriptor }
-        let environment = self.environment
-        let path = SystemPlayerWire.socketURL(environment).path
-        let descriptor: Int32
-        if let connected = try? SystemPlayerWire.connect(to: path) {
-            descriptor = connected
-        } else {
-            guard startingDaemon else { throw SystemMusicPlayerError(reason: "musickitd does not run") }
-            try SystemPlayerDaemon.start(environment)
-            descriptor = try SystemPlayerDaemon.waitForSocket(path)
+        let descriptor = try openSocket(startingDaemon: startingDaemon)
+        // Subscribe, and take the state once, before anyone reads the mirror.
+        let done = DispatchSemaphore(value: 0)
+        let subscribed = Mutex<Result<Message, any Error>?>(nil)
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            state.connecting = descriptor
+            state.waiting[state.nextID] = { result in
+                subscribed.withLock { $0 = result }
+                done.signal()
+            }
+            return state.nextID
         }
         let reader = Thread { [weak self] in self?.read(descriptor) }
         reader.name = "musickit.system-player"
         reader.start()
-        // Subscribe, and take the state once, before anyone reads the mirror.
-        let id = state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
-        let done = DispatchSemaphore(value: 0)
-        state.withLock { $0.waiting[id] = { _ in done.signal() } }
         do {
-            try writeLock.withLock { try SystemPlayerWire.send(["id": id, "op": "hello", "args": ["subscribe": true]], on: descriptor) }
+            try writeLock.withLock {
+                try SystemPlayerWire.send(["id": JSONValue(id), "op": "hello", "args": ["subscribe": true]], on: descriptor)
+            }
         } catch {
             shutdown(descriptor, Int32(SHUT_RDWR))
             throw error
         }
         done.wait()
-        state.withLock { $0.descriptor = descriptor }
+        if case .failure(let error) = subscribed.withLock({ $0! }) { throw error }
+        state.withLock { state in
+            state.connecting = -1
+            state.descriptor = descriptor
+        }
         return descriptor
     }
 
@@ -400,9 +454,9 @@ final class SystemPlayerConnection: @unchecked Sendable {
                 guard let message = try SystemPlayerWire.receive(on: descriptor) else {
                     throw SystemMusicPlayerError(reason: "the system player (musickitd) closed the connection")
                 }
-                if let state = message["state"] as? [String: Any] { onState?(state) }
-                if let id = message["id"] as? Int, let answer = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
-                    answer(.success(Message(object: message)))
+                if let state = message["state"], state.object != nil { onState?(state) }
+                if let id = message["id"]?.int, let answer = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
+                    answer(.success(message))
                 }
             } catch {
                 disconnect(descriptor, error)
@@ -414,8 +468,9 @@ final class SystemPlayerConnection: @unchecked Sendable {
     /// Forgets the connection; the calls waiting get `error`; the next call connects again.
     private func disconnect(_ descriptor: Int32, _ error: any Error) {
         let waiting = state.withLock { state -> [Answer] in
-            guard state.descriptor == descriptor else { return [] }
+            guard state.descriptor == descriptor || state.connecting == descriptor else { return [] }
             state.descriptor = -1
+            state.connecting = -1
             defer { state.waiting = [:] }
             return Array(state.waiting.values)
         }

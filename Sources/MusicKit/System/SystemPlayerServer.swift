@@ -47,7 +47,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         init(descriptor: Int32) { self.descriptor = descriptor }
 
         /// Sends or, when the peer is gone, does nothing (its thread notices and closes).
-        func send(_ message: [String: Any]) {
+        func send(_ message: SystemPlayerWire.Message) {
             writeLock.withLock { try? SystemPlayerWire.send(message, on: descriptor) }
         }
     }
@@ -136,34 +136,35 @@ package final class SystemPlayerServer: @unchecked Sendable {
 
     private func serve(_ client: Client) {
         while true {
-            let message: [String: Any]
+            let message: SystemPlayerWire.Message
             do {
                 guard let received = try SystemPlayerWire.receive(on: client.descriptor) else { return }
                 message = received
             } catch {
                 // Not a message of this protocol: say so (if the peer still listens) and drop it.
-                client.send(["ok": false, "error": "\(error)"])
+                client.send(["ok": false, "error": .string("\(error)")])
                 return
             }
-            let id = message["id"] as? Int ?? 0
+            let id = message["id"]?.int ?? 0
+            let op = message["op"]?.string ?? ""
             do {
                 // Reading the state needs no turn; everything else waits for its turn.
-                let readOnly = ["hello", "state"].contains(message["op"] as? String ?? "")
+                let readOnly = op == "hello" || op == "state"
                 let result = readOnly ? try handle(message, from: client) : try operations.sync { try handle(message, from: client) }
-                var reply: [String: Any] = ["id": id, "ok": true, "state": snapshot()]
+                var reply: SystemPlayerWire.Message = ["id": JSONValue(id), "ok": true, "state": snapshot()]
                 if let result { reply["result"] = result }
                 client.send(reply)
             } catch {
-                client.send(["id": id, "ok": false, "error": "\(error)", "state": snapshot()])
+                client.send(["id": JSONValue(id), "ok": false, "error": .string("\(error)"), "state": snapshot()])
             }
-            if message["op"] as? String == "shutdown" { shutdown() }
+            if op == "shutdown" { shutdown() }
         }
     }
 
     /// Carries out one request; returns a result for the ones that have one.
-    private func handle(_ message: [String: Any], from client: Client) throws -> Any? {
-        guard let op = message["op"] as? String else { throw SystemPlayerWireError(description: "a request without \"op\"") }
-        let args = message["args"] as? [String: Any] ?? [:]
+    private func handle(_ message: SystemPlayerWire.Message, from client: Client) throws -> JSONValue? {
+        guard let op = message["op"]?.string else { throw SystemPlayerWireError(description: "a request without \"op\"") }
+        let args = message["args"]?.object ?? [:]
         defer {
             if op != "hello" && op != "state" {
                 changed(subsystems: op == "setQueue" || op == "insert" ? ["playlist", "player"] : op == "modes" ? ["options"] : ["player"])
@@ -171,21 +172,21 @@ package final class SystemPlayerServer: @unchecked Sendable {
         }
         switch op {
         case "hello":
-            client.subscribed = args["subscribe"] as? Bool ?? false
-            return ["pid": Int(getpid()), "version": SystemPlayerWire.version]
+            client.subscribed = args["subscribe"]?.bool ?? false
+            return ["pid": JSONValue(Int(getpid())), "version": JSONValue(SystemPlayerWire.version)]
         case "state", "shutdown":
             break
         case "setQueue":
-            let contents = try SystemPlayerWire.contents(from: args["parts"] as? [[String: Any]] ?? [])
+            let contents = try SystemPlayerWire.contents(from: args["parts"])
             let queue = ApplicationMusicPlayer.Queue(items: [])
             queue.replaceContents(contents)
-            if let start = args["start"] as? Int, let entry = contents.entry(at: start) { queue.setCurrentEntryID(entry.id) }
+            if let start = args["start"]?.int, let entry = contents.entry(at: start) { queue.setCurrentEntryID(entry.id) }
             player.queue = queue
             prepareSoon()
         case "insert":
-            let contents = try SystemPlayerWire.contents(from: args["parts"] as? [[String: Any]] ?? [])
+            let contents = try SystemPlayerWire.contents(from: args["parts"])
             let entries = contents.entries(in: 0..<contents.count)
-            let position: MusicPlayer.Queue.EntryInsertionPosition = args["position"] as? String == "tail" ? .tail : .afterCurrentEntry
+            let position: MusicPlayer.Queue.EntryInsertionPosition = args["position"]?.string == "tail" ? .tail : .afterCurrentEntry
             try waitFor { [player] in try await player.queue.insert(entries, position: position) }
         case "play": try waitFor { [player] in try await player.play() }
         case "prepare": try waitFor { [player] in try await player.prepareToPlay() }
@@ -197,16 +198,16 @@ package final class SystemPlayerServer: @unchecked Sendable {
         case "previous": try waitFor { [player] in try await player.skipToPreviousEntry() }
         case "restart": player.restartCurrentEntry()
         case "seek":
-            guard let time = args["time"] as? Double else { throw SystemPlayerWireError(description: "seek without a time") }
+            guard let time = args["time"]?.number else { throw SystemPlayerWireError(description: "seek without a time") }
             player.playbackTime = time
         case "beginSeekingForward": player.beginSeekingForward()
         case "beginSeekingBackward": player.beginSeekingBackward()
         case "endSeeking": player.endSeeking()
         case "rate":
-            player.state.playbackRate = Float(args["rate"] as? Double ?? 1)
+            player.state.playbackRate = Float(args["rate"]?.number ?? 1)
         case "modes":
-            if let mode = args["repeat"] as? String { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
-            if let mode = args["shuffle"] as? String { player.state.shuffleMode = mode == "songs" ? .songs : .off }
+            if let mode = args["repeat"]?.string { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
+            if let mode = args["shuffle"]?.string { player.state.shuffleMode = mode == "songs" ? .songs : .off }
         default:
             throw SystemPlayerWireError(description: "unknown request \"\(op)\"")
         }
@@ -232,32 +233,32 @@ package final class SystemPlayerServer: @unchecked Sendable {
     // MARK: - State
 
     /// What every client sees: the status, modes, the current entry and the position.
-    private func snapshot() -> [String: Any] {
+    private func snapshot() -> JSONValue {
         let state = player.state
-        var object: [String: Any] = [
-            "status": SystemPlayerWire.name(of: state.playbackStatus),
-            "rate": Double(state.playbackRate),
-            "repeat": SystemPlayerWire.name(of: state.repeatMode ?? .none),
+        var object: SystemPlayerWire.Message = [
+            "status": .string(SystemPlayerWire.name(of: state.playbackStatus)),
+            "rate": .number(Double(state.playbackRate)),
+            "repeat": .string(SystemPlayerWire.name(of: state.repeatMode ?? .none)),
             "shuffle": state.shuffleMode == .songs ? "songs" : "off",
-            "time": player.playbackTime,
-            "at": Date().timeIntervalSince1970,
-            "count": player.queue.snapshot.contents.count,
-            "prepared": player.isPreparedToPlay,
+            "time": .number(player.playbackTime),
+            "at": .number(Date().timeIntervalSince1970),
+            "count": JSONValue(player.queue.snapshot.contents.count),
+            "prepared": .bool(player.isPreparedToPlay),
         ]
         if let entry = player.queue.currentEntry {
-            var current: [String: Any] = ["id": entry.id, "resource": SystemPlayerWire.object(entry.resource)]
-            if let start = entry.startTime { current["start"] = start }
-            if let end = entry.endTime { current["end"] = end }
-            object["entry"] = current
+            var current: SystemPlayerWire.Message = ["id": .string(entry.id), "resource": entry.resource.jsonValue]
+            if let start = entry.startTime { current["start"] = .number(start) }
+            if let end = entry.endTime { current["end"] = .number(end) }
+            object["entry"] = .object(current)
         }
         if let variant = state.audioVariant { object["variant"] = variant == .lossless ? "lossless" : "lossyStereo" }
-        return object
+        return .object(object)
     }
 
     /// Tells the subscribed clients (and MPD's idle clients, for `subsystems`) and saves the state.
     private func changed(event: String? = nil, detail: String? = nil, subsystems: Set<String> = ["player"]) {
-        var message: [String: Any] = ["event": event ?? "state", "state": snapshot()]
-        if let detail { message["detail"] = detail }
+        var message: SystemPlayerWire.Message = ["event": .string(event ?? "state"), "state": snapshot()]
+        if let detail { message["detail"] = .string(detail) }
         for client in clients.withLock({ Array($0.values) }) where client.subscribed { client.send(message) }
         if !subsystems.isEmpty { mpd?.notify(subsystems) }
         mpris?.notify()
@@ -323,16 +324,16 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// Writes the queue, the current entry, the position and the modes (atomically).
     private func writeState() {
         let (contents, currentID) = player.queue.snapshot
-        var object: [String: Any] = [
+        var object: SystemPlayerWire.Message = [
             "version": 1,
             "parts": SystemPlayerWire.parts(of: contents),
-            "time": player.playbackTime,
-            "repeat": SystemPlayerWire.name(of: player.state.repeatMode ?? .none),
+            "time": .number(player.playbackTime),
+            "repeat": .string(SystemPlayerWire.name(of: player.state.repeatMode ?? .none)),
             "shuffle": player.state.shuffleMode == .songs ? "songs" : "off",
         ]
-        if let currentID, let index = contents.index(ofEntryID: currentID) { object["current"] = index }
+        if let currentID, let index = contents.index(ofEntryID: currentID) { object["current"] = JSONValue(index) }
         do {
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            let data = Data(JSONValue.object(object).serialized.utf8)
             try PrivateFiles.ensureDirectory(stateURL.deletingLastPathComponent())
             try PrivateFiles.writeAtomically(data, to: stateURL)
         } catch {
@@ -344,18 +345,17 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private func restore() {
         guard let data = try? Data(contentsOf: stateURL) else { return }
         do {
-            guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let parts = object["parts"] as? [[String: Any]] else {
+            guard let object = try JSONValue.parse(data).object, let parts = object["parts"], parts.array != nil else {
                 throw SystemPlayerWireError(description: "not a state file")
             }
             let contents = try SystemPlayerWire.contents(from: parts)
             let queue = ApplicationMusicPlayer.Queue(items: [])
             queue.replaceContents(contents)
-            if let index = object["current"] as? Int, let entry = contents.entry(at: index) { queue.setCurrentEntryID(entry.id) }
+            if let index = object["current"]?.int, let entry = contents.entry(at: index) { queue.setCurrentEntryID(entry.id) }
             player.queue = queue
-            if let mode = object["repeat"] as? String { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
-            if let mode = object["shuffle"] as? String { player.state.shuffleMode = mode == "songs" ? .songs : .off }
-            if let time = object["time"] as? Double, time > 0 { player.playbackTime = time }
+            if let mode = object["repeat"]?.string { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
+            if let mode = object["shuffle"]?.string { player.state.shuffleMode = mode == "songs" ? .songs : .off }
+            if let time = object["time"]?.number, time > 0 { player.playbackTime = time }
             log("restored \(contents.count) entries from \(stateURL.path)")
         } catch {
             log("could not restore the player's state from \(stateURL.path): \(error); starting empty")

@@ -99,15 +99,22 @@ enum SystemPlayerWire {
         return credentials.uid == getuid()
     }
 
+    /// A message: a JSON object, built and read with `JSONValue` (written and parsed by hand:
+    /// JSONSerialization's `Any` casts cost a short-lived client, `musickit next`, over a millisecond).
+    typealias Message = [String: JSONValue]
+
     /// Writes one framed message.
-    static func send(_ object: [String: Any], on descriptor: Int32) throws {
+    static func send(_ object: Message, on descriptor: Int32) throws {
         var message = object
-        message["v"] = version
-        let body = try JSONSerialization.data(withJSONObject: message, options: [.sortedKeys])
-        guard body.count <= maximumMessageBytes else { throw SystemPlayerWireError(description: "message of \(body.count) bytes is too long") }
-        var length = UInt32(body.count).bigEndian
-        var frame = Data(bytes: &length, count: 4)
-        frame.append(body)
+        message["v"] = JSONValue(version)
+        var frame = [UInt8](repeating: 0, count: 4)
+        frame += JSONValue.object(message).serialized.utf8
+        let length = frame.count - 4
+        guard length <= maximumMessageBytes else { throw SystemPlayerWireError(description: "message of \(length) bytes is too long") }
+        frame[0] = UInt8(truncatingIfNeeded: length >> 24)
+        frame[1] = UInt8(truncatingIfNeeded: length >> 16)
+        frame[2] = UInt8(truncatingIfNeeded: length >> 8)
+        frame[3] = UInt8(truncatingIfNeeded: length)
         try frame.withUnsafeBytes { try sendAll($0, on: descriptor) }
     }
 
@@ -126,7 +133,7 @@ enum SystemPlayerWire {
 
     /// Reads one framed message; nil at the end of the stream (the peer closed between
     /// messages). A truncated, oversized or malformed message, or another version, throws.
-    static func receive(on descriptor: Int32) throws -> [String: Any]? {
+    static func receive(on descriptor: Int32) throws -> Message? {
         var header = [UInt8](repeating: 0, count: 4)
         guard try readFully(descriptor, &header, allowEnd: true) else { return nil }
         let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
@@ -135,11 +142,11 @@ enum SystemPlayerWire {
         }
         var body = [UInt8](repeating: 0, count: length)
         _ = try readFully(descriptor, &body, allowEnd: false)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let object = (try? JSONValue.parse(Data(body)))?.object else {
             throw SystemPlayerWireError(description: "a message that is not a JSON object")
         }
-        guard object["v"] as? Int == version else {
-            throw SystemPlayerWireError(description: "protocol version \(object["v"] ?? "none") (this side speaks \(version))")
+        guard object["v"]?.int == version else {
+            throw SystemPlayerWireError(description: "protocol version \(object["v"]?.serialized ?? "none") (this side speaks \(version))")
         }
         return object
     }
@@ -166,55 +173,49 @@ enum SystemPlayerWire {
 // MARK: - Values on the wire
 
 extension SystemPlayerWire {
-    /// A resource as a JSON object for `JSONSerialization`.
-    static func object(_ resource: ResourceObject) -> Any {
-        (try? JSONSerialization.jsonObject(with: Data(resource.jsonValue.serialized.utf8))) ?? [:]
-    }
-
-    /// A resource from a JSON object; nil when it is not one.
-    static func resource(_ object: Any?) -> ResourceObject? {
-        guard let object, JSONSerialization.isValidJSONObject(object),
-              let data = try? JSONSerialization.data(withJSONObject: object),
-              let json = try? JSONValue.parse(data) else { return nil }
-        return ResourceObject(json: json)
-    }
-
     /// A queue's contents as parts: made entries (resource, start and end times) and the lazy
     /// ranges of albums and playlists (container and range), so that a long playlist travels
     /// as one container, not as its tracks.
-    static func parts(of contents: QueueContents) -> [[String: Any]] {
-        contents.segmentsForWire.map { segment -> [String: Any] in
+    static func parts(of contents: QueueContents) -> JSONValue {
+        .array(contents.segmentsForWire.map { segment -> JSONValue in
             switch segment {
             case .entries(let entries):
-                return ["entries": entries.map { entry -> [String: Any] in
-                    var object: [String: Any] = ["resource": object(entry.resource)]
-                    if let container = entry.container { object["container"] = SystemPlayerWire.object(container) }
-                    if let start = entry.startTime { object["start"] = start }
-                    if let end = entry.endTime { object["end"] = end }
-                    return object
-                }]
+                return ["entries": .array(entries.map { entry -> JSONValue in
+                    var object: Message = ["resource": entry.resource.jsonValue]
+                    if let container = entry.container { object["container"] = container.jsonValue }
+                    if let start = entry.startTime { object["start"] = .number(start) }
+                    if let end = entry.endTime { object["end"] = .number(end) }
+                    return .object(object)
+                })]
             case .lazy(let tracks, let range):
-                return ["container": object(tracks.container), "from": range.lowerBound, "to": range.upperBound]
+                return ["container": tracks.container.jsonValue, "from": JSONValue(range.lowerBound),
+                        "to": JSONValue(range.upperBound)]
             }
-        }
+        })
+    }
+
+    /// A resource from a JSON object; nil when it is not one.
+    static func resource(_ value: JSONValue?) -> ResourceObject? {
+        guard let value, value.object != nil else { return nil }
+        return ResourceObject(json: value)
     }
 
     /// Contents from parts; a part that is not well formed throws, naming it.
-    static func contents(from parts: [[String: Any]]) throws -> QueueContents {
+    static func contents(from parts: JSONValue?) throws -> QueueContents {
         var made: [QueueContents.Part] = []
-        for (index, part) in parts.enumerated() {
-            if let entries = part["entries"] as? [[String: Any]] {
+        for (index, part) in (parts?.array ?? []).enumerated() {
+            if let entries = part["entries"]?.array {
                 made.append(.segment(.entries(try entries.map { object in
                     guard let resource = resource(object["resource"]) else {
                         throw SystemPlayerWireError(description: "queue part \(index): an entry without a resource")
                     }
                     return MusicPlayer.Queue.Entry(resource: resource, container: SystemPlayerWire.resource(object["container"]),
-                                                   startTime: object["start"] as? Double, endTime: object["end"] as? Double)
+                                                   startTime: object["start"]?.number, endTime: object["end"]?.number)
                 })))
             } else if let container = resource(part["container"]) {
                 let tracks = PlaybackServices.tracks(of: container)
-                let from = min(max(part["from"] as? Int ?? 0, 0), tracks.count)
-                let to = min(max(part["to"] as? Int ?? tracks.count, from), tracks.count)
+                let from = min(max(part["from"]?.int ?? 0, 0), tracks.count)
+                let to = min(max(part["to"]?.int ?? tracks.count, from), tracks.count)
                 made.append(.segment(.lazy(tracks, from..<to)))
             } else {
                 throw SystemPlayerWireError(description: "queue part \(index) is neither entries nor a container")

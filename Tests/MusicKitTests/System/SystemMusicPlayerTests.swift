@@ -189,7 +189,7 @@ final class SystemMusicPlayerTests: XCTestCase {
             guard let socket = try? SystemPlayerWire.connect(to: path) else { return }
             defer { close(socket) }
             if (try? SystemPlayerWire.send(["id": 1, "op": "state"], on: socket)) != nil,
-               let reply = try? SystemPlayerWire.receive(on: socket), reply["ok"] as? Bool == true {
+               let reply = try? SystemPlayerWire.receive(on: socket), reply["ok"]?.bool == true {
                 answered.withLock { $0 += 1 }
             }
         }
