@@ -378,7 +378,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     /// Decides where a skip goes and returns the engine call that makes it; nil when nothing
-    /// is left to call (nothing plays: the current entry moved; or the queue ended: stopped).
+    /// is left to call (nothing plays: the current entry moved; the queue ended: stopped; or
+    /// paused or prepared on the last entry).
     private func nextEntrySkip() -> (() -> Void)? {
         let engine = self.engine
         let (contents, _) = playerQueue.snapshot
@@ -392,6 +393,13 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             return nil
         }
         let pendingJump = provider.pendingJumpEntryID
+        if state.shuffleMode != .songs, (state.repeatMode ?? MusicPlayer.RepeatMode.none) == MusicPlayer.RepeatMode.none,
+           control.withLock({ $0.intent != .playing }), let id = pendingJump ?? playerQueue.currentEntryID,
+           let index = contents.index(ofEntryID: id), index == contents.count - 1 {
+            // Prepared or paused on the last entry: there is nothing to skip to, and nothing
+            // plays that could finish (the engine would only finish the queue at the next play).
+            return nil
+        }
         if pendingJump != nil || (state.repeatMode == .one && state.shuffleMode != .songs) {
             // From the entry a jump is headed for (not heard yet), or out of a repeated entry
             // (repeat one repeats at the end of an entry; a skip goes on).

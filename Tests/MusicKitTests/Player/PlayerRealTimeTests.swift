@@ -235,7 +235,8 @@ final class PlayerRealTimeTests: XCTestCase {
     }
 
     /// Paused, a skip makes the entry it goes to the current one when it returns (a paused app
-    /// shows it), playback stays paused, and play() resumes with that entry.
+    /// shows it), playback stays paused, and play() resumes with that entry; on the last entry
+    /// a skip leaves it there (it used to drop the entry's decoded start and wait 2 s).
     func testASkipWhilePausedMovesTheCurrentEntryAtOnceAndStaysPaused() async throws {
         let (songs, _) = try GeneratedSongs.tones([440, 660, 880], frames: 44_100 * 5, into: directory)
         let player = try sharedPlayer()
@@ -250,6 +251,9 @@ final class PlayerRealTimeTests: XCTestCase {
         try await player.skipToNextEntry()
         try await player.skipToNextEntry()
         XCTAssertEqual(player.queue.currentEntry?.title, "Tone 3")
+        XCTAssertEqual(player.state.playbackStatus, .paused)
+        try await player.skipToNextEntry()  // the last entry: nothing to skip to, and nothing is lost
+        XCTAssertEqual(player.queue.currentEntry?.title, "Tone 3", "a skip on the last entry, paused, stays there")
         XCTAssertEqual(player.state.playbackStatus, .paused)
 
         let log = PlayerEventLog(player)
