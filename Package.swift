@@ -28,8 +28,9 @@ let package = Package(
         // sd-bus's header, for MPRIS on the session bus (libsystemd-dev). Not linked: musickitd
         // opens libsystemd.so.0 when it connects (Sources/MusicKit/System/SDBus.swift).
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd"),
-        // OpenSSL's libcrypto headers, for signing developer tokens (libssl-dev). Not linked:
-        // opened when a token is first signed (Sources/MusicKit/Tokens/LibCrypto.swift).
+        // OpenSSL's headers, for signing developer tokens and for TLS (libssl-dev). Not linked:
+        // libcrypto is opened when a token is first signed, libssl at the first HTTPS request
+        // (Sources/MusicKit/Support/OpenSSL.swift).
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
 
         .target(

@@ -33,7 +33,7 @@ MODULE_PREFIXES = re.compile(r"\b(?:FoundationEssentials|Foundation|MusicKit|Swi
 ATTRIBUTES = re.compile(r"@(?:preconcurrency|warn_unqualified_access|MainActor|frozen|dynamicMemberLookup|"
                         r"discardableResult|backDeployed\([^)]*\)|available\([^)]*\)|inlinable|usableFromInline|"
                         r"Sendable|_spi\([^)]*\))\s*")
-KEYWORDS = re.compile(r"\b(?:nonisolated|final|dynamic|override|required|convenience|consuming|borrowing)\s+")
+KEYWORDS = re.compile(r"\b(?:nonisolated(?:\(unsafe\))?|final|dynamic|override|required|convenience|consuming|borrowing)\s+")
 
 
 def normalise(declaration):

@@ -1,6 +1,7 @@
-// OpenSSL's libcrypto headers (Debian: libssl-dev), for ES256 developer tokens. Not linked:
-// Sources/MusicKit/Tokens/LibCrypto.swift (the only file that imports this module) opens
-// libcrypto.so.3 when a token is first signed.
+// OpenSSL's headers (Debian: libssl-dev), for ES256 developer tokens (libcrypto) and TLS
+// (libssl). Not linked: Sources/MusicKit/Support/OpenSSL.swift (the only file that imports this
+// module) opens libcrypto.so.3 when a token is first signed and libssl.so.3 at the first TLS
+// connection.
 #ifndef MUSICKIT_COPENSSL_SHIM_H
 #define MUSICKIT_COPENSSL_SHIM_H
 #include <openssl/bio.h>
@@ -8,4 +9,5 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #endif

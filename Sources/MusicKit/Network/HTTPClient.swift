@@ -1,0 +1,254 @@
+import Foundation
+import Glibc
+
+/// Sends one HTTP/1.1 request and reads the whole answer: plain TCP for `http`, TLS (OpenSSL,
+/// certificates verified) for `https`; `Content-Length`, chunked and read-to-close bodies;
+/// redirects followed (up to 5); `timeoutInterval` applies to connecting and to each wait for
+/// bytes. Failures are `URLError`s, as URLSession's are. Blocking: callers run it off the
+/// cooperative pool (`HTTPClient.data(for:)`).
+enum HTTPClient {
+    /// Bodies longer than this are refused (`URLError.dataLengthExceedsMaximum`).
+    static let maximumBodyBytes = 64 << 20
+
+    /// The answer to `request`, on a thread of its own.
+    static func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { continuation.resume(with: Result { try send(request) }) }
+            thread.name = "musickit.http"
+            thread.start()
+        }
+    }
+
+    /// The answer to `request`, following redirects.
+    static func send(_ request: URLRequest) throws -> (Data, HTTPURLResponse) {
+        var request = request
+        for _ in 0...5 {
+            let (data, response) = try sendOnce(request)
+            guard [301, 302, 303, 307, 308].contains(response.statusCode),
+                  let location = response.value(forHTTPHeaderField: "Location"),
+                  let base = request.url, let next = URL(string: location, relativeTo: base)?.absoluteURL else {
+                return (data, response)
+            }
+            if response.statusCode == 303 { request.httpMethod = "GET"; request.httpBody = nil }
+            request.url = next
+        }
+        throw URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "more than 5 redirects from \(request.url?.absoluteString ?? "")"])
+    }
+
+    private static func sendOnce(_ request: URLRequest) throws -> (Data, HTTPURLResponse) {
+        guard let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              let scheme = components.scheme?.lowercased(), let host = components.host, !host.isEmpty else {
+            throw URLError(.badURL)
+        }
+        guard scheme == "http" || scheme == "https" else { throw URLError(.unsupportedURL) }
+        let port = components.port ?? (scheme == "https" ? 443 : 80)
+        let timeout = request.timeoutInterval > 0 ? request.timeoutInterval : 60
+        let socket = try connect(host: host, port: port, timeout: timeout)
+        defer { close(socket) }
+        let stream: ByteStream
+        if scheme == "https" {
+            do {
+                stream = .tls(try TLSConnection(descriptor: socket, host: host))
+            } catch {
+                throw URLError(error.isUntrustedCertificate ? .serverCertificateUntrusted : .secureConnectionFailed,
+                               userInfo: [NSLocalizedDescriptionKey: error.description])
+            }
+        } else {
+            stream = .plain(socket)
+        }
+
+        let method = request.httpMethod ?? "GET"
+        var target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { target += "?" + query }
+        let defaultPort = (scheme == "https" && port == 443) || (scheme == "http" && port == 80)
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host)\(defaultPort ? "" : ":\(port)")\r\n"
+        var fields = request.allHTTPHeaderFields ?? [:]
+        if request.value(forHTTPHeaderField: "User-Agent") == nil { fields["User-Agent"] = "OpenMusicKit" }
+        if request.value(forHTTPHeaderField: "Accept") == nil { fields["Accept"] = "application/json" }
+        fields["Connection"] = "close"
+        if let body = request.httpBody { fields["Content-Length"] = String(body.count) }
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            guard !name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }),
+                  !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { throw URLError(.badURL) }
+            head += "\(name): \(value)\r\n"
+        }
+        head += "\r\n"
+        var outgoing = Data(head.utf8)
+        if let body = request.httpBody { outgoing.append(body) }
+        try outgoing.withUnsafeBytes { try stream.write($0) }
+
+        var reader = ResponseReader(stream: stream)
+        let (status, headerFields) = try reader.readHead()
+        guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headerFields) else {
+            throw URLError(.badServerResponse)
+        }
+        if method == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status) { return (Data(), response) }
+        return (try reader.readBody(response), response)
+    }
+
+    /// A socket connected to `host`:`port` (each address tried in turn), with `timeout` as its
+    /// send and receive timeouts.
+    private static func connect(host: String, port: Int, timeout: TimeInterval) throws -> Int32 {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else {
+            throw URLError(.cannotFindHost, userInfo: [NSLocalizedDescriptionKey: "\(host): no such host"])
+        }
+        defer { freeaddrinfo(first) }
+        var reason = "no address"
+        var address: UnsafeMutablePointer<addrinfo>? = first
+        while let current = address {
+            address = current.pointee.ai_next
+            let descriptor = socket(current.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { continue }
+            let flags = fcntl(descriptor, F_GETFL)
+            _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+            var result = Glibc.connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen)
+            if result != 0 && errno == EINPROGRESS {
+                var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                let ready = poll(&poller, 1, Int32(timeout * 1000))
+                if ready == 0 {
+                    close(descriptor)
+                    throw URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: "\(host):\(port): no answer in \(timeout) s"])
+                }
+                var error: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
+                result = ready > 0 && error == 0 ? 0 : -1
+                if error != 0 { errno = error }
+            }
+            if result == 0 {
+                _ = fcntl(descriptor, F_SETFL, flags)
+                var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+                setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+                return descriptor
+            }
+            reason = String(cString: strerror(errno))
+            close(descriptor)
+        }
+        throw URLError(.cannotConnectToHost, userInfo: [NSLocalizedDescriptionKey: "\(host):\(port): \(reason)"])
+    }
+
+    /// The connection's bytes, plain or through TLS.
+    private enum ByteStream {
+        case plain(Int32)
+        case tls(TLSConnection)
+
+        func read(_ buffer: UnsafeMutableRawPointer, _ count: Int) throws -> Int {
+            switch self {
+            case .plain(let descriptor):
+                while true {
+                    let received = recv(descriptor, buffer, count, 0)
+                    if received >= 0 { return received }
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN || errno == EWOULDBLOCK { throw URLError(.timedOut) }
+                    throw URLError(.networkConnectionLost, userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))])
+                }
+            case .tls(let connection):
+                do { return try connection.read(buffer, count) } catch {
+                    throw URLError(errno == EAGAIN ? .timedOut : .networkConnectionLost,
+                                   userInfo: [NSLocalizedDescriptionKey: error.description])
+                }
+            }
+        }
+
+        func write(_ bytes: UnsafeRawBufferPointer) throws {
+            switch self {
+            case .plain(let descriptor):
+                do { try SystemPlayerWire.sendAll(bytes, on: descriptor) } catch {
+                    throw URLError(errno == EAGAIN ? .timedOut : .networkConnectionLost)
+                }
+            case .tls(let connection):
+                do { try connection.write(bytes) } catch {
+                    throw URLError(.networkConnectionLost, userInfo: [NSLocalizedDescriptionKey: error.description])
+                }
+            }
+        }
+    }
+
+    /// Reads a response: the head, then the body as its framing says.
+    private struct ResponseReader {
+        let stream: ByteStream
+        var buffered: [UInt8] = []
+        var atEnd = false
+
+        init(stream: ByteStream) { self.stream = stream }
+
+        /// Reads more into `buffered`; false at the end of the stream.
+        mutating func fill() throws -> Bool {
+            guard !atEnd else { return false }
+            var chunk = [UInt8](repeating: 0, count: 16_384)
+            let count = try chunk.withUnsafeMutableBytes { try stream.read($0.baseAddress!, $0.count) }
+            if count == 0 { atEnd = true; return false }
+            buffered += chunk[0..<count]
+            if buffered.count > HTTPClient.maximumBodyBytes + 65_536 { throw URLError(.dataLengthExceedsMaximum) }
+            return true
+        }
+
+        /// One line (without CRLF), or throws when the stream ends first.
+        mutating func line() throws -> String {
+            while true {
+                if let end = buffered.firstIndex(of: 0x0A) {
+                    let text = buffered[..<end].last == 0x0D ? buffered[..<(end - 1)] : buffered[..<end]
+                    let line = String(decoding: text, as: UTF8.self)
+                    buffered.removeFirst(end + 1)
+                    return line
+                }
+                guard buffered.count < 65_536, try fill() else { throw URLError(.badServerResponse) }
+            }
+        }
+
+        /// The status code and header fields (repeated fields joined with commas).
+        mutating func readHead() throws -> (Int, [String: String]) {
+            var statusLine = try line()
+            while statusLine.isEmpty { statusLine = try line() }
+            let parts = statusLine.split(separator: " ", maxSplits: 2)
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), let status = Int(parts[1]) else {
+                throw URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "not an HTTP response: \(statusLine.prefix(80))"])
+            }
+            var fields: [String: String] = [:]
+            while true {
+                let field = try line()
+                if field.isEmpty { break }
+                guard let colon = field.firstIndex(of: ":") else { continue }
+                let name = String(field[..<colon]).trimmingCharacters(in: .whitespaces)
+                let value = String(field[field.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                if let existing = fields.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame }) {
+                    fields[existing.key] = existing.value + ", " + value
+                } else {
+                    fields[name] = value
+                }
+            }
+            if (100..<200).contains(status) && status != 101 { return try readHead() }  // 100 Continue: the real answer follows
+            return (status, fields)
+        }
+
+        mutating func readBody(_ response: HTTPURLResponse) throws -> Data {
+            if response.value(forHTTPHeaderField: "Transfer-Encoding")?.lowercased().contains("chunked") == true {
+                var body: [UInt8] = []
+                while true {
+                    let sizeLine = try line()
+                    guard let size = Int(sizeLine.split(separator: ";").first?.trimmingCharacters(in: .whitespaces) ?? "", radix: 16),
+                          size >= 0 else { throw URLError(.badServerResponse) }
+                    if size == 0 { break }
+                    guard body.count + size <= HTTPClient.maximumBodyBytes else { throw URLError(.dataLengthExceedsMaximum) }
+                    while buffered.count < size + 2 { guard try fill() else { throw URLError(.networkConnectionLost) } }
+                    body += buffered[..<size]
+                    buffered.removeFirst(size + 2)
+                }
+                return Data(body)
+            }
+            let length = response.expectedContentLength
+            if length >= 0 {
+                guard length <= HTTPClient.maximumBodyBytes else { throw URLError(.dataLengthExceedsMaximum) }
+                while buffered.count < Int(length) { guard try fill() else { throw URLError(.networkConnectionLost) } }
+                return Data(buffered[..<Int(length)])
+            }
+            while try fill() {}
+            return Data(buffered)
+        }
+    }
+}

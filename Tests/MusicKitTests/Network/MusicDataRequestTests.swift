@@ -1,0 +1,226 @@
+import AudioTestSupport
+import Foundation
+@testable import MusicKit
+import XCTest
+
+/// `MusicDataRequest` against servers the tests start: a local HTTP server playing the Apple
+/// Music API (real responses from Fixtures/), and a TLS server (Python's, with a certificate
+/// made here by `openssl`) for HTTPS and its certificate checks.
+final class MusicDataRequestTests: XCTestCase {
+    /// Tokens the server can recognise.
+    private final class FixedTokens: MusicUserTokenProvider, MusicDeveloperTokenProvider, @unchecked Sendable {
+        let user: String?
+        init(user: String?) {
+            self.user = user
+            super.init()
+        }
+        func developerToken(options: MusicTokenRequestOptions) async throws -> String { "developer-token-for-tests" }
+        override func userToken(for developerToken: String, options: MusicTokenRequestOptions) async throws -> String {
+            guard let user else { throw MusicTokenRequestError.userNotSignedIn }
+            return user
+        }
+    }
+
+    private var server: LocalHTTPServer?
+
+    override func setUpWithError() throws {
+        _ = try useTemporaryEnvironment(self)
+        MusicDataRequest.tokenProvider = FixedTokens(user: "user-token-for-tests")
+    }
+
+    override func tearDown() {
+        server?.stop()
+        MusicDataRequest.tokenProvider = DefaultMusicTokenProvider()
+        unsetenv("MUSICKIT_API_BASE_URL")
+        unsetenv("MUSICKIT_CA_FILE")
+    }
+
+    private func fixture(_ name: String) throws -> Data {
+        try Data(contentsOf: XCTUnwrap(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil)))
+    }
+
+    private func serve(_ respond: @escaping @Sendable (LocalHTTPServer.Request) -> LocalHTTPServer.Answer) throws -> LocalHTTPServer {
+        let server = try LocalHTTPServer(respond: respond)
+        self.server = server
+        return server
+    }
+
+    func testTheAnswerIsTheServersBodyAndTheDeveloperTokenIsSent() async throws {
+        let body = try fixture("song-897072750-us.json")
+        let server = try serve { _ in LocalHTTPServer.Answer(body: body) }
+        let url = server.baseURL.appendingPathComponent("v1/catalog/us/songs/897072750")
+        let response = try await MusicDataRequest(urlRequest: URLRequest(url: url)).response()
+
+        XCTAssertEqual(response.data, body, "the body as sent")
+        XCTAssertEqual(response.urlResponse.statusCode, 200)
+        XCTAssertEqual(response.urlResponse.mimeType, "application/json")
+        let songs = try JSONDecoder().decode(MusicItemCollection<Song>.self, from: response.data)
+        XCTAssertEqual(songs.first?.id, "897072750", "decodes as an app would decode it")
+        let request = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(request.method, "GET")
+        XCTAssertEqual(request.target, "/v1/catalog/us/songs/897072750")
+        XCTAssertEqual(request.header("Authorization"), "Bearer developer-token-for-tests")
+        XCTAssertNil(request.header("Music-User-Token"), "a catalog request does not carry the user's token")
+        XCTAssertFalse(response.description.contains("developer-token"), "no token in what is printed")
+    }
+
+    func testPersonalEndpointsCarryTheUserTokenAndQueriesArriveEncoded() async throws {
+        let server = try serve { _ in LocalHTTPServer.Answer(body: Data(#"{"data":[]}"#.utf8)) }
+        var components = URLComponents(url: server.baseURL.appendingPathComponent("v1/me/library/songs"), resolvingAgainstBaseURL: false)!
+        components.queryItems = [URLQueryItem(name: "filter[title]", value: "Ça va & co")]
+        var urlRequest = URLRequest(url: components.url!)
+        urlRequest.setValue("fr-FR", forHTTPHeaderField: "Accept-Language")
+        _ = try await MusicDataRequest(urlRequest: urlRequest).response()
+
+        let request = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(request.header("Music-User-Token"), "user-token-for-tests")
+        XCTAssertEqual(request.header("Accept-Language"), "fr-FR", "the app's own header fields are sent")
+        XCTAssertEqual(request.target, "/v1/me/library/songs?" + components.percentEncodedQuery!)
+
+        MusicDataRequest.tokenProvider = FixedTokens(user: nil)
+        do {
+            _ = try await MusicDataRequest(urlRequest: urlRequest).response()
+            XCTFail("a personal request without a user token must fail")
+        } catch let error as MusicTokenRequestError {
+            XCTAssertEqual(error, .userNotSignedIn)
+        }
+        XCTAssertEqual(server.requests.count, 1, "nothing sent without the token")
+    }
+
+    func testAnErrorAnswerThrowsTheAPIsErrorWithTheResponse() async throws {
+        let body = try fixture("error-40005-invalid-language-tag.json")
+        let server = try serve { _ in LocalHTTPServer.Answer(status: 400, body: body) }
+        let url = URL(string: "\(server.baseURL)/v1/catalog/us/songs/1?l=zh-tw")!
+        do {
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: url)).response()
+            XCTFail("a 400 must throw")
+        } catch let error as MusicDataRequest.Error {
+            XCTAssertEqual(error.status, 400)
+            XCTAssertEqual(error.code, 40005)
+            XCTAssertEqual(error.title, "Invalid Parameter Value")
+            XCTAssertEqual(error.detailText, "Invalid language tag 'zh-tw'")
+            XCTAssertEqual(error.id, "ID")
+            XCTAssertEqual(error.source, .parameter("l"))
+            XCTAssertEqual(error.originalResponse.urlResponse.statusCode, 400)
+            XCTAssertEqual(error.originalResponse.data, body)
+        }
+
+        // A status without an errors document still throws, with the status's reason.
+        server.stop()
+        let bare = try serve { _ in LocalHTTPServer.Answer(status: 503, headers: ["Content-Type": "text/html"], body: Data("<h1>down</h1>".utf8)) }
+        do {
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: bare.baseURL.appendingPathComponent("v1/test"))).response()
+            XCTFail("a 503 must throw")
+        } catch let error as MusicDataRequest.Error {
+            XCTAssertEqual(error.status, 503)
+            XCTAssertEqual(error.code, 0)
+            XCTAssertEqual(error.title, "Service Unavailable")
+        }
+    }
+
+    func testChunkedBodiesAndRedirectsArriveWhole() async throws {
+        let body = try fixture("song-900032829-us.json")
+        let server = try serve { request in
+            request.target == "/old" ? LocalHTTPServer.Answer(status: 302, headers: ["Location": "/new"])
+                                     : LocalHTTPServer.Answer(body: body, chunked: true)
+        }
+        let response = try await MusicDataRequest(urlRequest: URLRequest(url: server.baseURL.appendingPathComponent("old"))).response()
+        XCTAssertEqual(response.data, body, "the chunks joined")
+        XCTAssertEqual(server.requests.map(\.target), ["/old", "/new"])
+        XCTAssertEqual(response.urlResponse.url?.path, "/new")
+    }
+
+    func testAServerThatDoesNotAnswerTimesOutAndNoServerCannotBeReached() async throws {
+        let server = try serve { _ in LocalHTTPServer.Answer(silent: true) }
+        var request = URLRequest(url: server.baseURL.appendingPathComponent("v1/slow"))
+        request.timeoutInterval = 0.3
+        do {
+            _ = try await MusicDataRequest(urlRequest: request).response()
+            XCTFail("must time out")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .timedOut)
+        }
+        let port = server.port
+        server.stop()
+        do {
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/x")!)).response()
+            XCTFail("nothing listens there")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .cannotConnectToHost)
+        }
+    }
+
+    func testCurrentCountryCodeIsTheUsersStorefrontOrTheAccounts() async throws {
+        let server = try serve { _ in LocalHTTPServer.Answer(body: Data(#"{"data":[{"id":"gb","type":"storefronts"}]}"#.utf8)) }
+        setenv("MUSICKIT_API_BASE_URL", server.baseURL.absoluteString, 1)
+        let fromTheAPI = try await MusicDataRequest.currentCountryCode
+        XCTAssertEqual(fromTheAPI, "gb")
+        XCTAssertEqual(server.requests.first?.target, "/v1/me/storefront")
+
+        MusicDataRequest.tokenProvider = FixedTokens(user: nil)
+        try MusicAccountSettings.update { $0.storefront = "jp" }
+        let fromTheAccount = try await MusicDataRequest.currentCountryCode
+        XCTAssertEqual(fromTheAccount, "jp", "no user token: the local account's storefront")
+        XCTAssertEqual(server.requests.count, 1)
+    }
+
+    /// HTTPS to a server whose certificate was made here: trusted through MUSICKIT_CA_FILE it
+    /// answers; not trusted, or for another host name, the request fails before anything is sent.
+    func testHTTPSVerifiesTheServersCertificate() async throws {
+        let directory = try makeTemporaryDirectory(self)
+        let made = try runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                                    "-nodes", "-keyout", directory.appendingPathComponent("key.pem").path,
+                                                    "-out", directory.appendingPathComponent("cert.pem").path, "-days", "1",
+                                                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                               environment: [:])
+        XCTAssertEqual(made.code, 0, made.out)
+        let body = try fixture("song-897072750-us.json")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("www/v1"), withIntermediateDirectories: true)
+        try body.write(to: directory.appendingPathComponent("www/v1/song.json"))
+        let portFile = directory.appendingPathComponent("port").path
+        let script = """
+        import http.server, ssl, sys
+        class Files(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k): super().__init__(*a, directory=sys.argv[3], **k)
+            def log_message(self, *a): pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[1], sys.argv[2])
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        open(sys.argv[4] + ".tmp", "w").write(str(server.server_address[1]))
+        __import__("os").rename(sys.argv[4] + ".tmp", sys.argv[4])
+        server.serve_forever()
+        """
+        let started = spawnProcess(["/usr/bin/python3", "-c", script, directory.appendingPathComponent("cert.pem").path,
+                                    directory.appendingPathComponent("key.pem").path, directory.appendingPathComponent("www").path,
+                                    portFile], environment: ProcessInfo.processInfo.environment,
+                                   outputPath: directory.appendingPathComponent("server.log").path, newSession: false)
+        let pid = try started.get()
+        defer { kill(pid, SIGKILL); var status: Int32 = 0; waitpid(pid, &status, 0) }
+        var port = ""
+        for _ in 0..<500 where port.isEmpty {  // the server writes its port when it listens
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8)) ?? ""
+            if port.isEmpty { usleep(10_000) }
+        }
+        XCTAssertFalse(port.isEmpty, (try? String(contentsOfFile: directory.appendingPathComponent("server.log").path, encoding: .utf8)) ?? "")
+        let url = URL(string: "https://localhost:\(port)/v1/song.json")!
+
+        do {
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: url)).response()
+            XCTFail("a certificate nobody trusts must be refused")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .serverCertificateUntrusted, "\(error)")
+        }
+
+        setenv("MUSICKIT_CA_FILE", directory.appendingPathComponent("cert.pem").path, 1)
+        let response = try await MusicDataRequest(urlRequest: URLRequest(url: url)).response()
+        XCTAssertEqual(response.data, body, "trusted: the file, through TLS")
+
+        do {
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: URL(string: "https://127.0.0.1:\(port)/v1/song.json")!)).response()
+            XCTFail("a certificate for another host name must be refused")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .serverCertificateUntrusted, "\(error)")
+        }
+    }
+}
