@@ -4,7 +4,7 @@ import MusicKit
 import Synchronization
 
 /// `musickit play`: files, catalog and library items or a search term, through
-/// `ApplicationMusicPlayer`, with a live status line and keys.
+/// `ApplicationMusicPlayer`, with a full-screen view (or a live status line) and keys.
 enum PlayCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--device", valueName: "NAME",
@@ -23,8 +23,9 @@ enum PlayCommand {
     Plays through ApplicationMusicPlayer, one entry after the other without a gap: audio files
     (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...), catalog songs, albums and playlists by ID, library
     items by ID (i.…, l.…, p.…), or the best match for a search term (`musickit play gapless
-    demo`). Albums and playlists load their tracks as they are reached. An entry that cannot be
-    played is skipped with the reason. Catalog content needs the account's subscription; the
+    demo`). On a terminal it shows what plays full screen (a status line when TERM=dumb; no
+    colours with NO_COLOR). Albums and playlists load their tracks as they are reached. An
+    entry that cannot be played is skipped with the reason. Catalog content needs the account's subscription; the
     first time, musickit asks for access to Apple Music (`musickit authorize musickit --allow`
     answers ahead, for scripts). With --system the queue goes to the system player (the daemon
     musickitd, started if none runs), which plays on after this command returns; `musickit
@@ -136,6 +137,10 @@ final class PlayerSession: @unchecked Sendable {
         /// The engine's dropout counters when the entry being heard started, and its name.
         var dropoutsAtEntryStart = Dropouts()
         var heardEntry: String?
+        /// The last messages, shown at the foot of the full screen.
+        var messages: [String] = []
+        /// What went to standard error while the full screen was up, printed again when it is left.
+        var errorsWhileOnScreen: [String] = []
     }
 
     /// Underruns (silence written because the decoder was late) and device xruns.
@@ -173,9 +178,13 @@ final class PlayerSession: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
+    /// The full-screen view, on a terminal that can show it (else the status line).
+    private let screen: NowPlayingScreen?
+
     init(player: ApplicationMusicPlayer, interactive: Bool) {
         self.player = player
         self.interactive = interactive
+        screen = interactive ? NowPlayingScreen() : nil
     }
 
     func run(_ items: [any PlayableMusicItem]) -> ExitCode {
@@ -204,6 +213,10 @@ final class PlayerSession: @unchecked Sendable {
         var keys: KeyReader?
         var ticker: DispatchSourceTimer?
         if interactive {
+            if let screen {
+                screen.enter()  // before raw mode: the crash handler restores the terminal as it was
+                signals.on(SIGWINCH) { [weak self] in self?.drawStatusLine() }
+            }
             terminal = RawTerminal()
             keys = KeyReader { [weak self] key in self?.handle(key) }
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "musickit.status"))
@@ -217,6 +230,11 @@ final class PlayerSession: @unchecked Sendable {
         player.stop()
         player.waitForHistoryWrites()
         clearStatusLine()
+        if let screen {
+            screen.leave()
+            // What was said on the screen is gone with it: the failures and warnings stay.
+            for line in state.withLock({ $0.errorsWhileOnScreen }) { Console.error(line + "\n") }
+        }
         terminal?.restore()
         _ = keys
         return state.withLock { $0.exitCode ?? .success }
@@ -374,6 +392,16 @@ final class PlayerSession: @unchecked Sendable {
     // MARK: Output
 
     private func print(line: String, toStandardError: Bool = false) {
+        if screen != nil {
+            // The screen shows what plays; what it cannot show (failures, dropouts) goes to its foot.
+            guard toStandardError else { return }
+            state.withLock { state in
+                state.messages = Array((state.messages + [line]).suffix(3))
+                state.errorsWhileOnScreen.append(line)
+            }
+            drawStatusLine()
+            return
+        }
         clearStatusLine()
         if toStandardError { Console.error(line + "\n") } else { Console.out(line + "\n") }
         drawStatusLine()
@@ -381,6 +409,10 @@ final class PlayerSession: @unchecked Sendable {
 
     private func drawStatusLine() {
         guard interactive else { return }
+        if let screen {
+            screen.draw(screenModel())
+            return
+        }
         state.withLock { $0.statusLineShown = true }
         let entry = player.queue.currentEntry
         let status: String = switch player.state.playbackStatus {
@@ -407,8 +439,55 @@ final class PlayerSession: @unchecked Sendable {
                             + "   space n p ←/→ f b r s q")
     }
 
+    /// What the full screen shows now.
+    private func screenModel() -> NowPlayingScreen.Model {
+        let entries = player.queue.entries
+        let entry = player.queue.currentEntry
+        let status: String = switch player.state.playbackStatus {
+        case .playing: "▶ Playing"
+        case .paused: "⏸ Paused"
+        case .stopped: "■ Stopped"
+        case .interrupted: "! Interrupted"
+        case .seekingForward: "⏩ Scanning forward"
+        case .seekingBackward: "⏪ Scanning backward"
+        }
+        var artist: String?
+        var album: String?
+        switch entry?.item {
+        case .song(let song)?:
+            artist = song.artistName
+            album = song.albumTitle
+        case .musicVideo(let video)?:
+            artist = video.artistName
+            album = video.albumTitle
+        case nil:
+            artist = entry?.subtitle
+        }
+        var modes: [String] = []
+        switch player.state.repeatMode ?? .none {
+        case .all: modes.append("repeat all")
+        case .one: modes.append("repeat one")
+        case .none: modes.append("repeat off")
+        }
+        modes.append(player.state.shuffleMode == .songs ? "shuffle on" : "shuffle off")
+        if let dropouts = Dropouts(player.engineStatistics).since(state.withLock { $0.dropoutsAtEntryStart }) {
+            modes.append("⚠ " + dropouts)
+        }
+        var upcoming: [String] = []
+        if let entry, let index = entries.firstIndex(where: { $0.id == entry.id }) {
+            for (offset, next) in entries[(index + 1)...].prefix(50).enumerated() {
+                upcoming.append("\(index + offset + 2). \(describe(next))")
+            }
+        }
+        return NowPlayingScreen.Model(
+            status: status + (entry.map { "  " + position(of: $0) } ?? ""),
+            title: entry?.title ?? "", artist: artist, album: album,
+            time: player.playbackTime, duration: entry.flatMap(duration(of:)),
+            modes: modes, upcoming: upcoming, messages: state.withLock { $0.messages }, artwork: nil)
+    }
+
     private func clearStatusLine() {
-        guard interactive else { return }
+        guard interactive, screen == nil else { return }
         let shown = state.withLock { state -> Bool in
             defer { state.statusLineShown = false }
             return state.statusLineShown

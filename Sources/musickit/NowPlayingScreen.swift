@@ -1,0 +1,171 @@
+import Foundation
+import Glibc
+
+/// `musickit play`'s full-screen view on a terminal: the current entry (artwork, title, artist,
+/// album), a progress bar with the time, the repeat and shuffle modes, what plays next, the last
+/// messages and the keys. Drawn on the alternate screen, which is left — and the cursor shown
+/// again — on exit, on Ctrl-C and when the program crashes. Without colour under `NO_COLOR`; not
+/// used on a `TERM=dumb` terminal or when standard output is not one (the line output is).
+/// Drawing only reads what the player reports; nothing on the audio path waits for it.
+final class NowPlayingScreen: @unchecked Sendable {
+    // @unchecked: `draw` is serialized by `lock`; the rest is immutable.
+    struct Model {
+        var status: String
+        var title: String
+        var artist: String?
+        var album: String?
+        var time: TimeInterval
+        var duration: TimeInterval?
+        var modes: [String]
+        var upcoming: [String]
+        var messages: [String]
+        /// The artwork drawn for a box of `artworkSize` cells, as lines of terminal text.
+        var artwork: [String]?
+    }
+
+    let colours: Bool
+    private let lock = NSLock()
+
+    /// The screen when standard output is a terminal that can show it; nil otherwise.
+    init?() {
+        let environment = ProcessInfo.processInfo.environment
+        let term = environment["TERM"] ?? ""
+        guard isatty(1) == 1, !term.isEmpty, term != "dumb" else { return nil }
+        colours = (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    /// The terminal's size in cells (80×24 when it does not say).
+    var size: (columns: Int, rows: Int) {
+        var window = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &window) == 0, window.ws_col > 0, window.ws_row > 0 else { return (80, 24) }
+        return (Int(window.ws_col), Int(window.ws_row))
+    }
+
+    /// Switches to the alternate screen and hides the cursor; from now until `leave()`, an exit
+    /// or a crash puts the terminal back.
+    func enter() {
+        ScreenRestoration.install()
+        write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
+    }
+
+    func leave() {
+        ScreenRestoration.restore()
+    }
+
+    /// The size of the artwork box for the current terminal, in cells (width, height); nil when
+    /// there is no room for it beside the text.
+    func artworkBox(columns: Int, rows: Int) -> (columns: Int, rows: Int)? {
+        let height = min(rows - 4, 18)
+        let width = height * 2  // cells are about twice as tall as they are wide
+        guard height >= 6, columns - width - 3 >= 30 else { return nil }
+        return (width, height)
+    }
+
+    func draw(_ model: Model) {
+        lock.lock()
+        defer { lock.unlock() }
+        let (columns, rows) = size
+        write(frame(model, columns: columns, rows: rows))
+    }
+
+    /// The whole screen for `model`: one write, each line cleared to its end, nothing scrolled.
+    func frame(_ model: Model, columns: Int, rows: Int) -> String {
+        let box = model.artwork == nil ? nil : artworkBox(columns: columns, rows: rows)
+        let left = box.map { $0.columns + 3 } ?? 1
+        let width = max(10, columns - left - 1)
+        func bold(_ text: String) -> String { "\u{1B}[1m" + text + "\u{1B}[22m" }
+        func dim(_ text: String) -> String { colours ? "\u{1B}[2m" + text + "\u{1B}[22m" : text }
+        func accent(_ text: String) -> String { colours ? "\u{1B}[36m" + text + "\u{1B}[39m" : text }
+
+        var panel: [String] = []
+        panel.append(dim(fit(model.status, width)))
+        panel.append(bold(fit(model.title, width)))
+        panel.append(fit(model.artist ?? "", width))
+        panel.append(dim(fit(model.album ?? "", width)))
+        panel.append("")
+        let elapsed = formatTime(model.time)
+        let total = model.duration.map(formatTime) ?? "--:--"
+        let barWidth = max(4, width - elapsed.count - total.count - 2)
+        let fraction = model.duration.map { $0 > 0 ? min(1, max(0, model.time / $0)) : 0 } ?? 0
+        let filled = Int((fraction * Double(barWidth)).rounded(.down))
+        let bar = accent(String(repeating: "━", count: filled)) + (filled < barWidth ? "╸" : "")
+            + dim(String(repeating: "─", count: max(0, barWidth - filled - 1)))
+        panel.append("\(elapsed) \(bar) \(total)")
+        panel.append(dim(fit(model.modes.isEmpty ? "repeat off · shuffle off" : model.modes.joined(separator: " · "), width)))
+        panel.append("")
+        let room = rows - panel.count - model.messages.count - 2  // the heading and the keys' line
+        if !model.upcoming.isEmpty && room > 0 {
+            panel.append(bold("Up next"))
+            for line in model.upcoming.prefix(room) { panel.append(fit(line, width)) }
+        }
+
+        var lines: [String] = []
+        let artwork = model.artwork ?? []
+        for row in 0..<max(panel.count, box?.rows ?? 0) {
+            var line = ""
+            if let box {
+                line += " " + (row < artwork.count ? artwork[row] + "\u{1B}[0m" : String(repeating: " ", count: box.columns)) + "  "
+            } else {
+                line += " "
+            }
+            if row < panel.count { line += panel[row] }
+            lines.append(line)
+        }
+        let footerRows = model.messages.count + 1
+        while lines.count < rows - footerRows { lines.append("") }
+        lines = Array(lines.prefix(max(0, rows - footerRows)))
+        for message in model.messages.suffix(max(0, rows - lines.count - 1)) { lines.append(" " + dim(fit(message, columns - 2))) }
+        lines.append(" " + dim(fit("space pause/play  n next  p previous  ←/→ seek 10 s  f/b scan  r repeat  s shuffle  q quit", columns - 2)))
+        return "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J"
+    }
+
+    /// `text`, safe for the terminal, cut to `width` characters with an ellipsis.
+    private func fit(_ text: String, _ width: Int) -> String {
+        let safe = terminalSafe(text, keepingLines: false)
+        guard width > 0 else { return "" }
+        return safe.count <= width ? safe : String(safe.prefix(width - 1)) + "…"
+    }
+
+    private func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            if written <= 0 { return }
+            bytes.removeFirst(written)
+        }
+    }
+}
+
+/// Puts the terminal back (main screen, cursor shown, the line discipline as it was) when the
+/// screen is left, when the process exits, and when it crashes: the fatal signals' handlers
+/// write the restoring sequence (async-signal-safe calls only) and die of the signal again.
+enum ScreenRestoration {
+    nonisolated(unsafe) private static var saved = termios()
+    nonisolated(unsafe) private static var hasSaved = false
+    nonisolated(unsafe) private static var active = false
+    private static let sequence: [UInt8] = Array("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l".utf8)
+    private static let fatalSignals = [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP]
+
+    static func install() {
+        hasSaved = tcgetattr(0, &saved) == 0
+        active = true
+        atexit { ScreenRestoration.restore() }
+        for number in fatalSignals {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                ScreenRestoration.restore()
+                signal(number, SIG_DFL)
+                raise(number)
+            }
+            sigaction(number, &action, nil)
+        }
+    }
+
+    /// Leaves the alternate screen (once).
+    static func restore() {
+        guard active else { return }
+        active = false
+        sequence.withUnsafeBytes { _ = Glibc.write(1, $0.baseAddress, $0.count) }
+        if hasSaved { tcsetattr(0, TCSANOW, &saved) }
+    }
+}

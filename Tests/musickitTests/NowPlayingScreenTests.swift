@@ -1,0 +1,165 @@
+import AudioEngine
+import AudioTestSupport
+import Foundation
+@testable import MusicKit
+import XCTest
+
+/// `musickit play`'s full screen as a person sees it: the command runs in a real terminal
+/// emulator (tmux, on a server of its own), keys are typed with `send-keys` and the screen is
+/// read with `capture-pane`.
+final class NowPlayingScreenTests: XCTestCase {
+    private var socketName = ""
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else {
+            throw XCTSkip("tmux is not installed (scripts/setup-system installs it)")
+        }
+        directory = try makeTemporaryDirectory(self)
+        socketName = "musickit-test-\(getpid())-\(UUID().uuidString.prefix(8))"
+    }
+
+    override func tearDown() {
+        _ = try? runTool("/usr/bin/tmux", ["-L", socketName, "kill-server"], environment: ProcessInfo.processInfo.environment)
+    }
+
+    struct TmuxFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Runs a tmux command on the test's own server; throws with tmux's message when it fails.
+    @discardableResult
+    private func tmux(_ arguments: [String]) throws -> String {
+        let result = try runTool("/usr/bin/tmux", ["-L", socketName, "-f", "/dev/null"] + arguments,
+                                 environment: ProcessInfo.processInfo.environment)
+        guard result.code == 0 else { throw TmuxFailure(description: "tmux \(arguments.first ?? ""): \(result.out)") }
+        return result.out
+    }
+
+    private func screen(escapes: Bool = false) throws -> String {
+        try tmux(["capture-pane", "-p", "-t", "0"] + (escapes ? ["-e"] : []))
+    }
+
+    /// Waits (up to 10 s) until the screen satisfies `condition`; returns it.
+    @discardableResult
+    private func waitForScreen(_ what: String, _ condition: (String) -> Bool) throws -> String {
+        let deadline = Date().addingTimeInterval(10)
+        var last = ""
+        while Date() < deadline {
+            last = try screen()
+            if condition(last) { return last }
+            usleep(20_000)
+        }
+        XCTFail("the screen never showed \(what); it shows:\n\(last)")
+        return last
+    }
+
+    private func tone(_ name: String, hz: Double, seconds: Double) throws -> URL {
+        let url = directory.appendingPathComponent("\(name).flac")
+        let frames = Int(seconds * 44_100)
+        let samples = (0..<frames).flatMap { frame -> [Float] in
+            let value = Float(0.4 * sin(2 * Double.pi * hz * Double(frame) / 44_100))
+            return [value, value]
+        }
+        let writer = try AudioFileWriter(path: url.path, format: .flac16, sampleRate: 44_100, channelCount: 2,
+                                         tags: .init(title: name, artist: "Test Tones", album: "Screen Tests"))
+        try writer.write(samples)
+        try writer.close()
+        return url
+    }
+
+    /// Starts `musickit play` in a 100×30 terminal after a line of its own, with `environment`;
+    /// returns the file its process ID is written to.
+    private func startPlay(_ files: [URL], environment: [String: String] = [:]) throws -> URL {
+        let device = try AudioTestEnvironment.requirePulse()
+        _ = try SharedMonitor.recorder()  // the null sink plays in real time while it is recorded
+        let pidFile = directory.appendingPathComponent("pid")
+        var variables = ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
+                         "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
+                         "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path,
+                         "TERM": "xterm-256color", "SWIFT_BACKTRACE": "enable=no"]
+        variables.merge(environment) { $1 }
+        let exports = variables.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+        let play = ([CommandLineTests.executable.path, "play", "--device", device] + files.map(\.path))
+            .map { "'\($0)'" }.joined(separator: " ")
+        let command = "echo BEFORE; env \(exports) sh -c 'echo $$ > \(pidFile.path); exec \"$0\" \"$@\"' \(play); "
+            + "echo AFTER-$?; sleep 60"
+        // Not through a pipe: the server tmux starts would hold it open, and reading it would
+        // wait for the server to end.
+        let client = try spawnProcess(["/usr/bin/tmux", "-L", socketName, "-f", "/dev/null", "new-session", "-d",
+                                       "-x", "100", "-y", "30", command],
+                                      environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null",
+                                      newSession: false).get()
+        var status: Int32 = 0
+        waitpid(client, &status, 0)
+        XCTAssertEqual(status, 0, "tmux new-session")
+        return pidFile
+    }
+
+    func testTheScreenShowsTheEntryFollowsTheKeysAndTheSizeAndGivesTheTerminalBack() throws {
+        let files = try [tone("First Tone", hz: 440, seconds: 20), tone("Second Tone", hz: 660, seconds: 20),
+                         tone("Third Tone", hz: 880, seconds: 20)]
+        _ = try startPlay(files)
+        var shown = try waitForScreen("the first entry playing") { $0.contains("▶ Playing") && $0.contains("First Tone") }
+        XCTAssertTrue(shown.contains("Test Tones"), "the artist")
+        XCTAssertTrue(shown.contains("Screen Tests"), "the album")
+        XCTAssertTrue(shown.contains("Up next") && shown.contains("2. Second Tone") && shown.contains("3. Third Tone"), shown)
+        XCTAssertTrue(shown.contains("repeat off · shuffle off"))
+        XCTAssertTrue(shown.contains("q quit"), "the keys")
+        XCTAssertFalse(shown.contains("BEFORE"), "on the alternate screen")
+        try waitForScreen("the time moving on") { $0.contains("0:01 ━") || $0.contains("0:02 ━") }
+
+        try tmux(["send-keys", "-t", "0", " "])
+        try waitForScreen("paused") { $0.contains("⏸ Paused") }
+        try tmux(["send-keys", "-t", "0", "n"])
+        shown = try waitForScreen("the second entry") { $0.contains("Second Tone") && $0.contains("[2/3]") }
+        XCTAssertFalse(shown.contains("2. Second Tone"), "no longer upcoming")
+        try tmux(["send-keys", "-t", "0", " "])
+        try waitForScreen("playing again") { $0.contains("▶ Playing") }
+        try tmux(["send-keys", "-t", "0", "r"])
+        try waitForScreen("repeat all") { $0.contains("repeat all") }
+
+        try tmux(["resize-window", "-t", "0", "-x", "50", "-y", "12"])
+        shown = try waitForScreen("the smaller size") { screen in
+            screen.contains("Second Tone") && screen.split(separator: "\n").allSatisfy { $0.count <= 50 }
+        }
+        let bar = try XCTUnwrap(shown.split(separator: "\n").first { $0.contains("─") || $0.contains("━") })
+        XCTAssertGreaterThan(bar.count, 40, "the progress bar fills the new width: \(bar)")
+
+        try tmux(["send-keys", "-t", "0", "q"])
+        shown = try waitForScreen("the shell's lines again") { $0.contains("AFTER-") }
+        XCTAssertTrue(shown.contains("BEFORE") && shown.contains("AFTER-0"), shown)
+        XCTAssertFalse(shown.contains("Second Tone"), "the screen is gone with the alternate screen")
+        XCTAssertEqual(try tmux(["display-message", "-p", "-t", "0", "#{alternate_on} #{cursor_flag}"]).trimmingCharacters(in: .whitespacesAndNewlines),
+                       "0 1", "main screen, cursor shown")
+    }
+
+    func testACrashGivesTheTerminalBack() throws {
+        let pidFile = try startPlay([tone("Only Tone", hz: 440, seconds: 20)])
+        try waitForScreen("the entry playing") { $0.contains("Only Tone") }
+        let pid = try XCTUnwrap(pid_t(String(contentsOf: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(pid, SIGSEGV)
+        let shown = try waitForScreen("the shell's lines again") { $0.contains("AFTER-") }
+        XCTAssertTrue(shown.contains("BEFORE") && shown.contains("AFTER-139"), "died of the signal: \(shown)")
+        XCTAssertEqual(try tmux(["display-message", "-p", "-t", "0", "#{alternate_on} #{cursor_flag}"]).trimmingCharacters(in: .whitespacesAndNewlines),
+                       "0 1", "main screen, cursor shown")
+    }
+
+    func testNoColorLeavesColoursOutAndADumbTerminalGetsTheStatusLine() throws {
+        _ = try startPlay([tone("Plain Tone", hz: 440, seconds: 20)], environment: ["NO_COLOR": "1"])
+        try waitForScreen("the entry playing") { $0.contains("Plain Tone") }
+        let escaped = try screen(escapes: true)
+        XCTAssertFalse(escaped.range(of: #"\u{1B}\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|38;|48;)"#, options: .regularExpression) != nil,
+                       "no colour sequences under NO_COLOR: \(escaped.debugDescription)")
+        try tmux(["send-keys", "-t", "0", "q"])
+        try waitForScreen("the end") { $0.contains("AFTER-0") }
+        try tmux(["kill-server"])
+
+        _ = try startPlay([tone("Dumb Tone", hz: 440, seconds: 20)], environment: ["TERM": "dumb"])
+        let shown = try waitForScreen("the status line") { $0.contains("Dumb Tone") && $0.contains("space n p") }
+        XCTAssertTrue(shown.contains("BEFORE"), "not on the alternate screen: \(shown)")
+        XCTAssertFalse(shown.contains("Up next"))
+        try tmux(["send-keys", "-t", "0", "q"])
+        try waitForScreen("the end") { $0.contains("AFTER-0") }
+    }
+}
