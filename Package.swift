@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite / CSystemd / COpenSSL.
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite / CSystemd / COpenSSL / CPNG.
 import PackageDescription
 
 let package = Package(
@@ -32,6 +32,9 @@ let package = Package(
         // libcrypto is opened when a token is first signed, libssl at the first HTTPS request
         // (Sources/MusicKit/Support/OpenSSL.swift).
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
+        // libpng's header, for artwork (libpng-dev). Not linked: opened when an image is first
+        // read or scaled (Sources/MusicKit/Support/PNG.swift).
+        .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
 
         .target(
             name: "AudioEngine",
@@ -45,7 +48,7 @@ let package = Package(
         ),
         .target(
             name: "MusicKit",
-            dependencies: ["AudioEngine", "CSQLite", "CSystemd", "COpenSSL"]
+            dependencies: ["AudioEngine", "CSQLite", "CSystemd", "COpenSSL", "CPNG"]
         ),
         .executableTarget(
             name: "musickit",

@@ -15,11 +15,14 @@ What differs between the storefronts, on purpose, so that equivalents have work 
 
 Track numbers, years and genres come from Tools/previews-catalog.json (make_previews.sh); IDs,
 UPCs, ISRCs and chart orders are this project's own (ISRCs use the country code "XX").
+The artwork is drawn as SVG and rendered to 600x600 PNG (what MusicKit reads) with rsvg-convert
+(Debian: librsvg2-bin, needed only to run this script).
 Usage: python3 Assets/Tools/make_catalog.py   (from the repository root; writes the files)
 """
 import hashlib
 import json
 import os
+import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 META = json.load(open(os.path.join(ROOT, "Tools", "previews-catalog.json")))
@@ -56,9 +59,9 @@ def album_id(key, storefront):
     return ("1771" + ALBUM_IDS[key][4:]) if storefront == "gb" and key == "sectoid-fof" else ALBUM_IDS[key]
 
 
-def artwork(name, colors, size=1200):
+def artwork(name, colors, size=600):
     bg, c1, c2, c3, c4 = colors
-    return {"width": size, "height": size, "url": f"../../Artwork/{name}.svg#{{w}}x{{h}}",
+    return {"width": size, "height": size, "url": f"../../Artwork/{name}.png#{{w}}x{{h}}",
             "bgColor": bg, "textColor1": c1, "textColor2": c2, "textColor3": c3, "textColor4": c4}
 
 
@@ -83,6 +86,9 @@ def write_svg(name, title, subtitle, colors, seed):
     os.makedirs(os.path.join(ROOT, "Artwork"), exist_ok=True)
     with open(os.path.join(ROOT, "Artwork", f"{name}.svg"), "w") as f:
         f.write(svg)
+    # The PNG is what MusicKit reads (libpng) and scales; the SVG is its source.
+    subprocess.run(["rsvg-convert", "-w", "600", "-h", "600", os.path.join(ROOT, "Artwork", f"{name}.svg"),
+                    "-o", os.path.join(ROOT, "Artwork", f"{name}.png")], check=True)
 
 
 def escape(text):

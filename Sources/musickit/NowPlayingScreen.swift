@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MusicKit
 
 /// `musickit play`'s full-screen view on a terminal: the current entry (artwork, title, artist,
 /// album), a progress bar with the time, the repeat and shuffle modes, what plays next, the last
@@ -24,6 +25,8 @@ final class NowPlayingScreen: @unchecked Sendable {
     }
 
     let colours: Bool
+    /// The colours artwork is drawn with (none under NO_COLOR: shapes only).
+    let imageColours: TerminalImage.Colours
     private let lock = NSLock()
 
     /// The screen when standard output is a terminal that can show it; nil otherwise.
@@ -32,6 +35,7 @@ final class NowPlayingScreen: @unchecked Sendable {
         let term = environment["TERM"] ?? ""
         guard isatty(1) == 1, !term.isEmpty, term != "dumb" else { return nil }
         colours = (environment["NO_COLOR"] ?? "").isEmpty
+        imageColours = TerminalImage.Colours.fromEnvironment(environment)
     }
 
     /// The terminal's size in cells (80×24 when it does not say).

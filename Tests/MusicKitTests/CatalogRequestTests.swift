@@ -151,15 +151,25 @@ final class CatalogRequestTests: XCTestCase {
         XCTAssertEqual(loaded.curator?.name, "OpenMusicKit Editors")
     }
 
-    func testArtworkURLHasTheSizeAndPointsAtTheBundledImage() async throws {
+    /// Bundled artwork at a size is a PNG of that size, scaled once into the data folder's cache.
+    func testArtworkURLIsTheBundledImageScaledOnceToTheSize() async throws {
         let album = try await MusicCatalogResourceRequest<Album>(matching: \.id, equalTo: BundledCatalog.elysia).response().items[0]
         let artwork = try XCTUnwrap(album.artwork)
-        XCTAssertEqual(artwork.maximumWidth, 1200)
-        let url = try XCTUnwrap(artwork.url(width: 200, height: 200))
-        XCTAssertTrue(url.isFileURL)
-        XCTAssertEqual(url.fragment, "200x200")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: url.path), url.path)
+        XCTAssertEqual(artwork.maximumWidth, 600)
         XCTAssertEqual(artwork.backgroundColor, CGColor(hex: "3a0f2e"))
+        let url = try XCTUnwrap(artwork.url(width: 200, height: 120))
+        XCTAssertTrue(url.isFileURL)
+        XCTAssertEqual(url.deletingLastPathComponent().path, ArtworkCache.directory().path)
+        let image = try RGBAImage(pngFile: url.path)
+        XCTAssertEqual([image.width, image.height], [200, 120])
+        let original = try RGBAImage(pngFile: XCTUnwrap(MusicKitEnvironment.bundledAssets()).appendingPathComponent("Artwork/elysia.png").path)
+        XCTAssertEqual(image.averageColour.red, original.averageColour.red, accuracy: 3, "the same picture, smaller")
+
+        let written = try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date
+        try await Task.sleep(for: .milliseconds(20))
+        XCTAssertEqual(artwork.url(width: 200, height: 120), url, "the same file for the same size")
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date, written, "not made again")
+        XCTAssertNotEqual(artwork.url(width: 64, height: 64), url, "another size, another file")
     }
 
     func testTopLevelGenres() async throws {

@@ -68,19 +68,28 @@ final class NowPlayingScreenTests: XCTestCase {
         return url
     }
 
+    /// The test's own folders for musickit.
+    private var folders: [String: String] {
+        ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
+         "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
+         "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path]
+    }
+
     /// Starts `musickit play` in a 100×30 terminal after a line of its own, with `environment`;
     /// returns the file its process ID is written to.
     private func startPlay(_ files: [URL], environment: [String: String] = [:]) throws -> URL {
+        try startPlay(files.map(\.path), environment: environment)
+    }
+
+    private func startPlay(_ arguments: [String], environment: [String: String] = [:]) throws -> URL {
         let device = try AudioTestEnvironment.requirePulse()
         _ = try SharedMonitor.recorder()  // the null sink plays in real time while it is recorded
         let pidFile = directory.appendingPathComponent("pid")
-        var variables = ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
-                         "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
-                         "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path,
-                         "TERM": "xterm-256color", "SWIFT_BACKTRACE": "enable=no"]
+        // NO_COLOR empty: colours on, whatever the test runner's environment says.
+        var variables = folders.merging(["TERM": "xterm-256color", "SWIFT_BACKTRACE": "enable=no", "NO_COLOR": ""]) { $1 }
         variables.merge(environment) { $1 }
         let exports = variables.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-        let play = ([CommandLineTests.executable.path, "play", "--device", device] + files.map(\.path))
+        let play = ([CommandLineTests.executable.path, "play", "--device", device] + arguments)
             .map { "'\($0)'" }.joined(separator: " ")
         let command = "echo BEFORE; env \(exports) sh -c 'echo $$ > \(pidFile.path); exec \"$0\" \"$@\"' \(play); "
             + "echo AFTER-$?; sleep 60"
@@ -159,6 +168,63 @@ final class NowPlayingScreenTests: XCTestCase {
         let shown = try waitForScreen("the status line") { $0.contains("Dumb Tone") && $0.contains("space n p") }
         XCTAssertTrue(shown.contains("BEFORE"), "not on the alternate screen: \(shown)")
         XCTAssertFalse(shown.contains("Up next"))
+        try tmux(["send-keys", "-t", "0", "q"])
+        try waitForScreen("the end") { $0.contains("AFTER-0") }
+    }
+
+    /// The artwork is drawn from the image: the colours of the cells in the artwork's box average
+    /// to the colours of the bundled cover.
+    func testTheArtworkIsDrawnFromTheCoverImage() throws {
+        let environment = ProcessInfo.processInfo.environment.merging(folders) { $1 }
+        let musickit = CommandLineTests.executable.path
+        XCTAssertEqual(try runTool(musickit, ["authorize", "musickit", "--allow"], environment: environment).code, 0)
+        XCTAssertEqual(try runTool(musickit, ["account", "--subscription", "active"], environment: environment).code, 0)
+        _ = try startPlay(["1762000001"], environment: ["COLORTERM": "truecolor"])  // "Ezer Év", on the album Elysia
+        try waitForScreen("the song with its artwork") { $0.contains("Ezer Év") && $0.contains("▶ Playing") }
+        let cover = try RGBAImage(pngFile: XCTUnwrap(MusicKitEnvironment.bundledAssets()).appendingPathComponent("Artwork/elysia.png").path)
+
+        // The cells of the box (columns 2...37, rows 1...18): their foreground and background colours.
+        var sums = (0.0, 0.0, 0.0)
+        var cells = 0.0
+        let escaped = try screen(escapes: true)
+        for line in escaped.split(separator: "\n", omittingEmptySubsequences: false).prefix(18) {
+            var foreground: (Double, Double, Double)?
+            var background: (Double, Double, Double)?
+            var column = 0
+            var characters = Substring(line)
+            while let first = characters.first {
+                if first == "\u{1B}", let end = characters.firstIndex(of: "m") {
+                    let codes = characters[characters.index(characters.startIndex, offsetBy: 2)..<end].split(separator: ";").compactMap { Int($0) }
+                    var index = 0
+                    while index < codes.count {
+                        if (codes[index] == 38 || codes[index] == 48) && index + 4 < codes.count && codes[index + 1] == 2 {
+                            let colour = (Double(codes[index + 2]), Double(codes[index + 3]), Double(codes[index + 4]))
+                            if codes[index] == 38 { foreground = colour } else { background = colour }
+                            index += 5
+                        } else {
+                            if codes[index] == 0 { foreground = nil; background = nil }
+                            index += 1
+                        }
+                    }
+                    characters = characters[characters.index(after: end)...]
+                    continue
+                }
+                column += 1
+                if (2...37).contains(column), let foreground, let background {
+                    sums.0 += (foreground.0 + background.0) / 2
+                    sums.1 += (foreground.1 + background.1) / 2
+                    sums.2 += (foreground.2 + background.2) / 2
+                    cells += 1
+                }
+                characters = characters.dropFirst()
+            }
+        }
+        XCTAssertGreaterThan(cells, 300, "the box is drawn in 24-bit colours: \(escaped.prefix(600).debugDescription)")
+        let drawn = (sums.0 / cells, sums.1 / cells, sums.2 / cells)
+        let expected = cover.averageColour
+        XCTAssertEqual(drawn.0, expected.red, accuracy: 25, "red: drawn \(drawn), cover \(expected)")
+        XCTAssertEqual(drawn.1, expected.green, accuracy: 25, "green")
+        XCTAssertEqual(drawn.2, expected.blue, accuracy: 25, "blue")
         try tmux(["send-keys", "-t", "0", "q"])
         try waitForScreen("the end") { $0.contains("AFTER-0") }
     }

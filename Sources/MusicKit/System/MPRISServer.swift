@@ -153,7 +153,7 @@ final class MPRISServer: @unchecked Sendable {
             metadata["xesam:url"] = .string("musickit:\(resource.id)")
         }
         if let art = entry.artwork?.url(width: 600, height: 600) {
-            // A bundled image is a file (its size is a fragment the desktop would not read).
+            // A bundled image is a PNG file of that size (in the artwork cache).
             if art.isFileURL {
                 metadata["mpris:artUrl"] = .string(URL(fileURLWithPath: art.path).absoluteString)
             } else if ["http", "https"].contains(art.scheme ?? "") {

@@ -1,0 +1,123 @@
+import AudioEngine
+import Foundation
+
+// The wrapper of libchafa (Debian: libchafa0): images drawn as terminal text. libchafa.so.0 (and
+// GLib, which it loads) is opened when the first image is drawn (see DynamicLibrary). Its header
+// needs GLib's include folders, so the few declarations used here are written out below from
+// chafa.h (Chafa 1.12).
+
+/// An image drawn for a terminal as lines of text: Unicode block and border symbols coloured
+/// with escape sequences, sized in character cells (Linux addition, package-visible: the CLI's
+/// now-playing screen draws artwork with it).
+package enum TerminalImage {
+    /// The colours the terminal can show.
+    package enum Colours: Sendable, Equatable {
+        /// 24-bit colour (COLORTERM=truecolor or 24bit).
+        case truecolor
+        /// The 256-colour palette (TERM ending in 256color).
+        case indexed256
+        /// The 16 standard colours.
+        case indexed16
+        /// No colour (NO_COLOR): shapes in the foreground and background colours only.
+        case none
+
+        /// What the environment says the terminal shows.
+        package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Colours {
+            if !(environment["NO_COLOR"] ?? "").isEmpty { return .none }
+            let colourTerm = (environment["COLORTERM"] ?? "").lowercased()
+            if colourTerm == "truecolor" || colourTerm == "24bit" { return .truecolor }
+            if (environment["TERM"] ?? "").hasSuffix("256color") { return .indexed256 }
+            return .indexed16
+        }
+    }
+
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// `image` drawn in `columns`×`rows` cells: `rows` lines, each ending with its colours reset.
+    package static func lines(for image: RGBAImage, columns: Int, rows: Int, colours: Colours) throws(Failure) -> [String] {
+        guard columns > 0, rows > 0 else { return [] }
+        let chafa = try LibChafa.shared()
+        let symbols = chafa.newSymbolMap()
+        defer { chafa.unrefSymbolMap(symbols) }
+        chafa.addSymbolsByTags(symbols, LibChafa.blockBorderAndSpaceTags)
+        let config = chafa.newCanvasConfig()
+        defer { chafa.unrefCanvasConfig(config) }
+        chafa.setGeometry(config, Int32(columns), Int32(rows))
+        let mode = switch colours {
+        case .truecolor: LibChafa.canvasModeTruecolor
+        case .indexed256: LibChafa.canvasModeIndexed256
+        case .indexed16: LibChafa.canvasModeIndexed16
+        case .none: LibChafa.canvasModeForegroundBackground
+        }
+        chafa.setCanvasMode(config, mode)
+        chafa.setPixelMode(config, LibChafa.pixelModeSymbols)
+        chafa.setSymbolMap(config, symbols)
+        guard let canvas = chafa.newCanvas(config) else { throw Failure(description: "chafa_canvas_new failed") }
+        defer { chafa.unrefCanvas(canvas) }
+        image.pixels.withUnsafeBufferPointer { pixels in
+            chafa.drawAllPixels(canvas, LibChafa.pixelRGBA8Unassociated, pixels.baseAddress, Int32(image.width),
+                                Int32(image.height), Int32(image.width * 4))
+        }
+        guard let printed = chafa.print(canvas, nil) else { throw Failure(description: "chafa_canvas_print failed") }
+        let text = printed.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: 1) { $0.pointee }
+            .map { String(cString: $0) } ?? ""
+        _ = chafa.freeString(printed, 1)
+        return text.split(separator: "\n", omittingEmptySubsequences: false).prefix(rows)
+            .map { $0.replacingOccurrences(of: "\r", with: "") + "\u{1B}[0m" }
+    }
+}
+
+/// The libchafa (and GLib) functions TerminalImage calls, from libchafa.so.0 opened at first use.
+private struct LibChafa: @unchecked Sendable {
+    // @unchecked: C function pointers, callable from any thread.
+    typealias Object = OpaquePointer
+    let newSymbolMap: @convention(c) () -> Object?
+    let addSymbolsByTags: @convention(c) (Object?, Int32) -> Void
+    let unrefSymbolMap: @convention(c) (Object?) -> Void
+    let newCanvasConfig: @convention(c) () -> Object?
+    let setGeometry: @convention(c) (Object?, Int32, Int32) -> Void
+    let setCanvasMode: @convention(c) (Object?, Int32) -> Void
+    let setPixelMode: @convention(c) (Object?, Int32) -> Void
+    let setSymbolMap: @convention(c) (Object?, Object?) -> Void
+    let unrefCanvasConfig: @convention(c) (Object?) -> Void
+    let newCanvas: @convention(c) (Object?) -> Object?
+    let drawAllPixels: @convention(c) (Object?, Int32, UnsafePointer<UInt8>?, Int32, Int32, Int32) -> Void
+    /// Returns a GString: `{ gchar *str; gsize len; gsize allocated_len; }`.
+    let print: @convention(c) (Object?, Object?) -> UnsafeMutableRawPointer?
+    let unrefCanvas: @convention(c) (Object?) -> Void
+    let freeString: @convention(c) (UnsafeMutableRawPointer?, Int32) -> UnsafeMutablePointer<CChar>?
+
+    // From chafa.h's enums (Chafa 1.12).
+    static let canvasModeTruecolor: Int32 = 0       // CHAFA_CANVAS_MODE_TRUECOLOR
+    static let canvasModeIndexed256: Int32 = 1      // CHAFA_CANVAS_MODE_INDEXED_256
+    static let canvasModeIndexed16: Int32 = 3       // CHAFA_CANVAS_MODE_INDEXED_16
+    static let canvasModeForegroundBackground: Int32 = 5  // CHAFA_CANVAS_MODE_FGBG
+    static let pixelModeSymbols: Int32 = 0          // CHAFA_PIXEL_MODE_SYMBOLS
+    static let pixelRGBA8Unassociated: Int32 = 4    // CHAFA_PIXEL_RGBA8_UNASSOCIATED
+    /// CHAFA_SYMBOL_TAG_SPACE | BLOCK | BORDER | HALF: shapes every terminal font has.
+    static let blockBorderAndSpaceTags: Int32 = (1 << 0) | (1 << 3) | (1 << 4) | (1 << 8) | (1 << 9)
+
+    private static let loaded: Result<LibChafa, TerminalImage.Failure> = {
+        do throws(DynamicLibrary.Failure) {
+            let library = try DynamicLibrary("libchafa.so.0")
+            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
+            return .success(LibChafa(
+                newSymbolMap: try function("chafa_symbol_map_new"), addSymbolsByTags: try function("chafa_symbol_map_add_by_tags"),
+                unrefSymbolMap: try function("chafa_symbol_map_unref"), newCanvasConfig: try function("chafa_canvas_config_new"),
+                setGeometry: try function("chafa_canvas_config_set_geometry"),
+                setCanvasMode: try function("chafa_canvas_config_set_canvas_mode"),
+                setPixelMode: try function("chafa_canvas_config_set_pixel_mode"),
+                setSymbolMap: try function("chafa_canvas_config_set_symbol_map"),
+                unrefCanvasConfig: try function("chafa_canvas_config_unref"), newCanvas: try function("chafa_canvas_new"),
+                drawAllPixels: try function("chafa_canvas_draw_all_pixels"), print: try function("chafa_canvas_print"),
+                unrefCanvas: try function("chafa_canvas_unref"),
+                freeString: try function("g_string_free")))  // GLib's, found through libchafa
+        } catch {
+            return .failure(TerminalImage.Failure(description: error.description))
+        }
+    }()
+
+    static func shared() throws(TerminalImage.Failure) -> LibChafa { try loaded.get() }
+}
