@@ -9,7 +9,7 @@ import MusicKit
 /// used on a `TERM=dumb` terminal or when standard output is not one (the line output is).
 /// Drawing only reads what the player reports; nothing on the audio path waits for it.
 final class NowPlayingScreen: @unchecked Sendable {
-    // @unchecked: `draw` is serialized by `lock`; the rest is immutable.
+    // @unchecked: immutable; drawing is serialized by the TerminalScreen.
     struct Model {
         var status: String
         var title: String
@@ -27,33 +27,27 @@ final class NowPlayingScreen: @unchecked Sendable {
     let colours: Bool
     /// The colours artwork is drawn with (none under NO_COLOR: shapes only).
     let imageColours: TerminalImage.Colours
-    private let lock = NSLock()
+    private let terminal = TerminalScreen(input: 0, output: 1)
 
     /// The screen when standard output is a terminal that can show it; nil otherwise.
     init?() {
         let environment = ProcessInfo.processInfo.environment
-        let term = environment["TERM"] ?? ""
-        guard isatty(1) == 1, !term.isEmpty, term != "dumb" else { return nil }
+        guard TerminalScreen.canShow(on: 1, environment: environment) else { return nil }
         colours = (environment["NO_COLOR"] ?? "").isEmpty
         imageColours = TerminalImage.Colours.fromEnvironment(environment)
     }
 
-    /// The terminal's size in cells (80×24 when it does not say).
-    var size: (columns: Int, rows: Int) {
-        var window = winsize()
-        guard ioctl(1, UInt(TIOCGWINSZ), &window) == 0, window.ws_col > 0, window.ws_row > 0 else { return (80, 24) }
-        return (Int(window.ws_col), Int(window.ws_row))
-    }
+    /// The terminal's size in cells.
+    var size: (columns: Int, rows: Int) { terminal.size }
 
     /// Switches to the alternate screen and hides the cursor; from now until `leave()`, an exit
-    /// or a crash puts the terminal back.
+    /// or a crash puts the terminal back (called before the keys' raw mode, which is then undone too).
     func enter() {
-        ScreenRestoration.install()
-        write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
+        terminal.enter(rawKeys: false)
     }
 
     func leave() {
-        ScreenRestoration.restore()
+        terminal.leave()
     }
 
     /// The size of the artwork box for the current terminal, in cells (width, height); nil when
@@ -66,14 +60,12 @@ final class NowPlayingScreen: @unchecked Sendable {
     }
 
     func draw(_ model: Model) {
-        lock.lock()
-        defer { lock.unlock() }
         let (columns, rows) = size
-        write(frame(model, columns: columns, rows: rows))
+        terminal.draw(lines(model, columns: columns, rows: rows))
     }
 
-    /// The whole screen for `model`: one write, each line cleared to its end, nothing scrolled.
-    func frame(_ model: Model, columns: Int, rows: Int) -> String {
+    /// The screen's lines for `model` at `columns`×`rows`.
+    func lines(_ model: Model, columns: Int, rows: Int) -> [String] {
         let box = model.artwork == nil ? nil : artworkBox(columns: columns, rows: rows)
         let left = box.map { $0.columns + 3 } ?? 1
         let width = max(10, columns - left - 1)
@@ -120,56 +112,8 @@ final class NowPlayingScreen: @unchecked Sendable {
         lines = Array(lines.prefix(max(0, rows - footerRows)))
         for message in model.messages.suffix(max(0, rows - lines.count - 1)) { lines.append(" " + dim(fit(message, columns - 2))) }
         lines.append(" " + dim(fit("space pause/play  n next  p previous  ←/→ seek 10 s  f/b scan  r repeat  s shuffle  q quit", columns - 2)))
-        return "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J"
+        return lines
     }
 
-    /// `text`, safe for the terminal, cut to `width` characters with an ellipsis.
-    private func fit(_ text: String, _ width: Int) -> String {
-        let safe = terminalSafe(text, keepingLines: false)
-        guard width > 0 else { return "" }
-        return safe.count <= width ? safe : String(safe.prefix(width - 1)) + "…"
-    }
-
-    private func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
-            if written <= 0 { return }
-            bytes.removeFirst(written)
-        }
-    }
-}
-
-/// Puts the terminal back (main screen, cursor shown, the line discipline as it was) when the
-/// screen is left, when the process exits, and when it crashes: the fatal signals' handlers
-/// write the restoring sequence (async-signal-safe calls only) and die of the signal again.
-enum ScreenRestoration {
-    nonisolated(unsafe) private static var saved = termios()
-    nonisolated(unsafe) private static var hasSaved = false
-    nonisolated(unsafe) private static var active = false
-    private static let sequence: [UInt8] = Array("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l".utf8)
-    private static let fatalSignals = [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP]
-
-    static func install() {
-        hasSaved = tcgetattr(0, &saved) == 0
-        active = true
-        atexit { ScreenRestoration.restore() }
-        for number in fatalSignals {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { number in
-                ScreenRestoration.restore()
-                signal(number, SIG_DFL)
-                raise(number)
-            }
-            sigaction(number, &action, nil)
-        }
-    }
-
-    /// Leaves the alternate screen (once).
-    static func restore() {
-        guard active else { return }
-        active = false
-        sequence.withUnsafeBytes { _ = Glibc.write(1, $0.baseAddress, $0.count) }
-        if hasSaved { tcsetattr(0, TCSANOW, &saved) }
-    }
+    private func fit(_ text: String, _ width: Int) -> String { fitted(text, width: width) }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MusicKit
 
 /// Exit codes of every command; listed in `musickit --help`.
 enum ExitCode: Int32 {
@@ -136,38 +137,6 @@ final class SignalHandlers: @unchecked Sendable {
 }
 
 /// "3:07", "1:02:03".
-/// `text` with every control character shown instead of obeyed: C0 controls as `\e`, `\r`,
-/// `\t`, `\n` or `\xNN`, DEL and the C1 controls (U+0080–U+009F, which some terminals also
-/// obey) as `\u{NN}`. With `keepingLines`, newlines and tabs are kept as they are.
-func terminalSafe(_ text: String, keepingLines: Bool) -> String {
-    guard text.unicodeScalars.contains(where: { isTerminalControl($0, keepingLines: keepingLines) }) else { return text }
-    var result = String.UnicodeScalarView()
-    for scalar in text.unicodeScalars {
-        guard isTerminalControl(scalar, keepingLines: keepingLines) else {
-            result.append(scalar)
-            continue
-        }
-        let shown: String = switch scalar.value {
-        case 0x1B: "\\e"
-        case 0x0D: "\\r"
-        case 0x0A: "\\n"
-        case 0x09: "\\t"
-        case 0..<0x20: "\\x" + String(format: "%02X", scalar.value)
-        default: "\\u{" + String(format: "%02X", scalar.value) + "}"
-        }
-        result.append(contentsOf: shown.unicodeScalars)
-    }
-    return String(result)
-}
-
-private func isTerminalControl(_ scalar: Unicode.Scalar, keepingLines: Bool) -> Bool {
-    switch scalar.value {
-    case 0x0A, 0x09: !keepingLines
-    case 0..<0x20, 0x7F, 0x80...0x9F: true
-    default: false
-    }
-}
-
 func formatTime(_ seconds: Double) -> String {
     guard seconds.isFinite, seconds >= 0 else { return "--:--" }
     let total = Int(seconds)

@@ -27,6 +27,8 @@ let commands: [Command] = [
             run: SubscribeCommand.run),
     Command(name: "probe", summary: "what an audio file is and whether it plays (decoded, not played)",
             help: { ProbeCommand.help }, run: ProbeCommand.run),
+    Command(name: "pick", summary: "pick music from the catalog and your library; prints the IDs",
+            help: { PickCommand.help }, run: PickCommand.run),
 ] + SystemCommand.commands + [
     SystemCommand.seek,
     Command(name: "daemon", summary: "start, stop or look at the system player's daemon (musickitd)",

@@ -52,15 +52,7 @@ final class CommandLineTests: XCTestCase {
     }
 
     private func tone(_ url: URL, hz: Double, seconds: Double, title: String) throws {
-        let frames = Int(seconds * 44_100)
-        let samples = (0..<frames).flatMap { frame -> [Float] in
-            let value = Float(0.5 * sin(2 * Double.pi * hz * Double(frame) / 44_100))
-            return [value, value]
-        }
-        let writer = try AudioFileWriter(path: url.path, format: .flac16, sampleRate: 44_100, channelCount: 2,
-                                         tags: .init(title: title, artist: "Test Tones"))
-        try writer.write(samples)
-        try writer.close()
+        try writeTone(to: url, hz: hz, seconds: seconds, title: title)
     }
 
     func testNoArgumentsPrintsUsageAndExitsWithTwo() throws {

@@ -8,63 +8,34 @@ import XCTest
 /// emulator (tmux, on a server of its own), keys are typed with `send-keys` and the screen is
 /// read with `capture-pane`.
 final class NowPlayingScreenTests: XCTestCase {
-    private var socketName = ""
     private var directory: URL!
+    private var terminal: TmuxTerminal?
 
     override func setUpWithError() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else {
             throw XCTSkip("tmux is not installed (scripts/setup-system installs it)")
         }
         directory = try makeTemporaryDirectory(self)
-        socketName = "musickit-test-\(getpid())-\(UUID().uuidString.prefix(8))"
     }
 
     override func tearDown() {
-        _ = try? runTool("/usr/bin/tmux", ["-L", socketName, "kill-server"], environment: ProcessInfo.processInfo.environment)
+        terminal?.stop()
     }
 
-    struct TmuxFailure: Error, CustomStringConvertible {
-        let description: String
-    }
+    private func screen(escapes: Bool = false) throws -> String { try XCTUnwrap(terminal).screen(escapes: escapes) }
 
-    /// Runs a tmux command on the test's own server; throws with tmux's message when it fails.
     @discardableResult
-    private func tmux(_ arguments: [String]) throws -> String {
-        let result = try runTool("/usr/bin/tmux", ["-L", socketName, "-f", "/dev/null"] + arguments,
-                                 environment: ProcessInfo.processInfo.environment)
-        guard result.code == 0 else { throw TmuxFailure(description: "tmux \(arguments.first ?? ""): \(result.out)") }
-        return result.out
+    private func waitForScreen(_ what: String, file: StaticString = #filePath, line: UInt = #line,
+                               _ condition: (String) -> Bool) throws -> String {
+        try XCTUnwrap(terminal).waitForScreen(what, file: file, line: line, condition)
     }
 
-    private func screen(escapes: Bool = false) throws -> String {
-        try tmux(["capture-pane", "-p", "-t", "0"] + (escapes ? ["-e"] : []))
-    }
-
-    /// Waits (up to 10 s) until the screen satisfies `condition`; returns it.
     @discardableResult
-    private func waitForScreen(_ what: String, _ condition: (String) -> Bool) throws -> String {
-        let deadline = Date().addingTimeInterval(10)
-        var last = ""
-        while Date() < deadline {
-            last = try screen()
-            if condition(last) { return last }
-            usleep(20_000)
-        }
-        XCTFail("the screen never showed \(what); it shows:\n\(last)")
-        return last
-    }
+    private func tmux(_ arguments: [String]) throws -> String { try XCTUnwrap(terminal).tmux(arguments) }
 
     private func tone(_ name: String, hz: Double, seconds: Double) throws -> URL {
         let url = directory.appendingPathComponent("\(name).flac")
-        let frames = Int(seconds * 44_100)
-        let samples = (0..<frames).flatMap { frame -> [Float] in
-            let value = Float(0.4 * sin(2 * Double.pi * hz * Double(frame) / 44_100))
-            return [value, value]
-        }
-        let writer = try AudioFileWriter(path: url.path, format: .flac16, sampleRate: 44_100, channelCount: 2,
-                                         tags: .init(title: name, artist: "Test Tones", album: "Screen Tests"))
-        try writer.write(samples)
-        try writer.close()
+        try writeTone(to: url, hz: hz, seconds: seconds, title: name, album: "Screen Tests")
         return url
     }
 
@@ -89,19 +60,11 @@ final class NowPlayingScreenTests: XCTestCase {
         var variables = folders.merging(["TERM": "xterm-256color", "SWIFT_BACKTRACE": "enable=no", "NO_COLOR": ""]) { $1 }
         variables.merge(environment) { $1 }
         let exports = variables.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-        let play = ([CommandLineTests.executable.path, "play", "--device", device] + arguments)
-            .map { "'\($0)'" }.joined(separator: " ")
+        let play = shellQuoted([CommandLineTests.executable.path, "play", "--device", device] + arguments)
         let command = "echo BEFORE; env \(exports) sh -c 'echo $$ > \(pidFile.path); exec \"$0\" \"$@\"' \(play); "
             + "echo AFTER-$?; sleep 60"
-        // Not through a pipe: the server tmux starts would hold it open, and reading it would
-        // wait for the server to end.
-        let client = try spawnProcess(["/usr/bin/tmux", "-L", socketName, "-f", "/dev/null", "new-session", "-d",
-                                       "-x", "100", "-y", "30", command],
-                                      environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null",
-                                      newSession: false).get()
-        var status: Int32 = 0
-        waitpid(client, &status, 0)
-        XCTAssertEqual(status, 0, "tmux new-session")
+        terminal?.stop()
+        terminal = try TmuxTerminal(command)
         return pidFile
     }
 
@@ -139,8 +102,7 @@ final class NowPlayingScreenTests: XCTestCase {
         shown = try waitForScreen("the shell's lines again") { $0.contains("AFTER-") }
         XCTAssertTrue(shown.contains("BEFORE") && shown.contains("AFTER-0"), shown)
         XCTAssertFalse(shown.contains("Second Tone"), "the screen is gone with the alternate screen")
-        XCTAssertEqual(try tmux(["display-message", "-p", "-t", "0", "#{alternate_on} #{cursor_flag}"]).trimmingCharacters(in: .whitespacesAndNewlines),
-                       "0 1", "main screen, cursor shown")
+        XCTAssertEqual(try XCTUnwrap(terminal).modes(), "0 1", "main screen, cursor shown")
     }
 
     func testACrashGivesTheTerminalBack() throws {
@@ -150,8 +112,7 @@ final class NowPlayingScreenTests: XCTestCase {
         kill(pid, SIGSEGV)
         let shown = try waitForScreen("the shell's lines again") { $0.contains("AFTER-") }
         XCTAssertTrue(shown.contains("BEFORE") && shown.contains("AFTER-139"), "died of the signal: \(shown)")
-        XCTAssertEqual(try tmux(["display-message", "-p", "-t", "0", "#{alternate_on} #{cursor_flag}"]).trimmingCharacters(in: .whitespacesAndNewlines),
-                       "0 1", "main screen, cursor shown")
+        XCTAssertEqual(try XCTUnwrap(terminal).modes(), "0 1", "main screen, cursor shown")
     }
 
     func testNoColorLeavesColoursOutAndADumbTerminalGetsTheStatusLine() throws {
@@ -162,8 +123,6 @@ final class NowPlayingScreenTests: XCTestCase {
                        "no colour sequences under NO_COLOR: \(escaped.debugDescription)")
         try tmux(["send-keys", "-t", "0", "q"])
         try waitForScreen("the end") { $0.contains("AFTER-0") }
-        try tmux(["kill-server"])
-
         _ = try startPlay([tone("Dumb Tone", hz: 440, seconds: 20)], environment: ["TERM": "dumb"])
         let shown = try waitForScreen("the status line") { $0.contains("Dumb Tone") && $0.contains("space n p") }
         XCTAssertTrue(shown.contains("BEFORE"), "not on the alternate screen: \(shown)")
