@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "musickit", targets: ["musickit"]),
         .executable(name: "musickitd", targets: ["musickitd"]),
         .executable(name: "musickit-bench", targets: ["Benchmarks"]),
+        .executable(name: "musickit-workout", targets: ["WorkoutApp"]),
     ],
     targets: [
         // C libraries from Debian's packages, one system-library target each.
@@ -58,6 +59,12 @@ let package = Package(
             name: "musickitd",
             dependencies: ["MusicKit"]
         ),
+        // The talk's workout app for a terminal, written against MusicKit's public API only.
+        .executableTarget(
+            name: "WorkoutApp",
+            dependencies: ["MusicKit"],
+            path: "Examples/WorkoutApp"
+        ),
         .executableTarget(
             name: "Benchmarks",
             dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit", "CLinux"],
@@ -81,7 +88,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MusicKitTests",
-            dependencies: ["MusicKit", "musickit", "AudioEngine", "AudioMeasurement", "AudioTestSupport"],
+            dependencies: ["MusicKit", "musickit", "WorkoutApp", "AudioEngine", "AudioMeasurement", "AudioTestSupport"],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
         ),

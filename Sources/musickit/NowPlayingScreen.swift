@@ -25,8 +25,6 @@ final class NowPlayingScreen: @unchecked Sendable {
     }
 
     let colours: Bool
-    /// The colours artwork is drawn with (none under NO_COLOR: shapes only).
-    let imageColours: TerminalImage.Colours
     private let terminal = TerminalScreen(input: 0, output: 1)
 
     /// The screen when standard output is a terminal that can show it; nil otherwise.
@@ -34,7 +32,6 @@ final class NowPlayingScreen: @unchecked Sendable {
         let environment = ProcessInfo.processInfo.environment
         guard TerminalScreen.canShow(on: 1, environment: environment) else { return nil }
         colours = (environment["NO_COLOR"] ?? "").isEmpty
-        imageColours = TerminalImage.Colours.fromEnvironment(environment)
     }
 
     /// The terminal's size in cells.

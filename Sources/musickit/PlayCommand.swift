@@ -141,7 +141,7 @@ final class PlayerSession: @unchecked Sendable {
         var messages: [String] = []
         /// What went to standard error while the full screen was up, printed again when it is left.
         var errorsWhileOnScreen: [String] = []
-        /// The artwork last drawn for the screen, and for what (artwork, box size, colours).
+        /// The artwork last drawn for the screen, and for what (artwork, box size).
         var drawnArtwork: (key: ArtworkKey, lines: [String]?)?
     }
 
@@ -149,7 +149,6 @@ final class PlayerSession: @unchecked Sendable {
         let artwork: Artwork
         let columns: Int
         let rows: Int
-        let colours: TerminalImage.Colours
     }
 
     /// Underruns (silence written because the decoder was late) and device xruns.
@@ -496,18 +495,14 @@ final class PlayerSession: @unchecked Sendable {
     }
 
     /// The current entry's artwork drawn for the screen's artwork box (drawn again only when the
-    /// artwork, the box or the colours change); nil when there is none or no room for it.
+    /// artwork or the box changes); nil when there is none or no room for it.
     private func artworkLines(for entry: MusicPlayer.Queue.Entry?) -> [String]? {
         guard let screen, let artwork = entry?.artwork else { return nil }
         let (columns, rows) = screen.size
         guard let box = screen.artworkBox(columns: columns, rows: rows) else { return nil }
-        let key = ArtworkKey(artwork: artwork, columns: box.columns, rows: box.rows, colours: screen.imageColours)
+        let key = ArtworkKey(artwork: artwork, columns: box.columns, rows: box.rows)
         if let drawn = state.withLock({ $0.drawnArtwork }), drawn.key == key { return drawn.lines }
-        // Twice the cells' resolution is plenty for block symbols (a cell holds 8×8 shapes at most).
-        let lines = artwork.url(width: box.columns * 4, height: box.rows * 8).flatMap { url -> [String]? in
-            guard url.isFileURL, let image = try? RGBAImage(pngFile: url.path) else { return nil }
-            return try? TerminalImage.lines(for: image, columns: box.columns, rows: box.rows, colours: key.colours)
-        }
+        let lines = artwork.terminalImage(columns: box.columns, rows: box.rows)
         state.withLock { $0.drawnArtwork = (key, lines) }
         return lines
     }

@@ -446,11 +446,7 @@ private final class PickerSession: @unchecked Sendable {
     private func thumbnail(_ artwork: Artwork?) -> String {
         guard let artwork else { return "  " }
         if let made = thumbnails.withLock({ $0[artwork] }) { return made }
-        let colours = TerminalImage.Colours.fromEnvironment()
-        let made = artwork.url(width: 16, height: 8).flatMap { url -> String? in
-            guard url.isFileURL, let image = try? RGBAImage(pngFile: url.path) else { return nil }
-            return (try? TerminalImage.lines(for: image, columns: 2, rows: 1, colours: colours))?.first
-        } ?? "  "
+        let made = artwork.terminalImage(columns: 2, rows: 1)?.first ?? "  "
         thumbnails.withLock { $0[artwork] = made }
         return made
     }

@@ -1,0 +1,55 @@
+import AudioTestSupport
+import Foundation
+import XCTest
+
+/// The workout example (`musickit-workout`) as a person uses it, in a real terminal (tmux): the
+/// suggestion shelf from the catalog, an artwork chosen starts its song and the workout's
+/// stopwatch, the controls skip and pause, ending the workout goes home, q quits.
+final class WorkoutAppTests: XCTestCase {
+    private var terminal: TmuxTerminal?
+
+    override func tearDown() {
+        terminal?.stop()
+    }
+
+    /// `musickit-workout`, built beside `musickit`.
+    private var executable: String {
+        CommandLineTests.executable.deletingLastPathComponent().appendingPathComponent("musickit-workout").path
+    }
+
+    func testTheShelfStartsASongAndTheWorkoutAndTheControlsWork() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else { throw XCTSkip("tmux is not installed") }
+        let device = try AudioTestEnvironment.requirePulse()
+        _ = try SharedMonitor.recorder()
+        let directory = try makeTemporaryDirectory(self)
+        let environment = ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
+                           "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
+                           "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path,
+                           "MUSICKIT_AUDIO_DEVICE": device, "TERM": "xterm-256color", "NO_COLOR": "", "COLORTERM": "truecolor"]
+        let full = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        XCTAssertEqual(try runTool(CommandLineTests.executable.path, ["authorize", "musickit-workout", "--allow"], environment: full).code, 0)
+        XCTAssertEqual(try runTool(CommandLineTests.executable.path, ["account", "--subscription", "active"], environment: full).code, 0)
+        let exports = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+        let terminal = try TmuxTerminal("env \(exports) \(shellQuoted([executable])); echo AFTER-$?; sleep 60", columns: 100, rows: 40)
+        self.terminal = terminal
+
+        var shown = try terminal.waitForScreen("the home screen with the shelf") {
+            $0.contains("Bike workout") && $0.contains("1 A New Journey") && $0.contains("2 Ezer Év")
+        }
+        XCTAssertTrue(shown.contains("s start workout"), shown)
+        try terminal.type("2")
+        shown = try terminal.waitForScreen("the workout with the chosen song") { $0.contains("Ezer Év") && $0.contains("Playing") }
+        XCTAssertTrue(shown.contains("Obsidian Shell"), "the subtitle: \(shown)")
+        try terminal.waitForScreen("the stopwatch running") { $0.contains("00:01") || $0.contains("00:02") }
+        try terminal.type("n")
+        try terminal.waitForScreen("the next suggestion") { $0.contains("A New Journey") && !$0.contains("Ezer Év") }
+        try terminal.type(" ")
+        try terminal.waitForScreen("paused") { $0.contains("Paused") }
+        try terminal.type("e")
+        try terminal.waitForScreen("home again") { $0.contains("Workout ended.") }
+        try terminal.type("q")
+        shown = try terminal.waitForScreen("the shell") { $0.contains("AFTER-") }
+        XCTAssertTrue(shown.contains("AFTER-0"), shown)
+        XCTAssertEqual(try terminal.modes(), "0 1", "the terminal given back")
+    }
+}
