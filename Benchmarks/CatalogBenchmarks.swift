@@ -129,6 +129,32 @@ struct CatalogBenchmarks {
         report.add(Row("catalog search, 25 songs, \(terms.count) terms (API)", unit: "ms", values: latencies,
                        note: "p95 \(format(Summary.quantile(latencies, 0.95))) ms; terms with 25 results: \(counts.filter { $0 == 25 }.count)/\(terms.count)"))
 
+        // A picker's search field: suggestions (with top results) for every prefix as a person
+        // types ten two-word phrases, one request per keystroke.
+        var phrases: [String] = []
+        for _ in 0..<10 {
+            phrases.append(words[Self.skewed(words.count, &random)] + " " + words[Self.skewed(words.count, &random)])
+        }
+        var keystrokes: [Double] = []
+        for round in 0..<2 {
+            for phrase in phrases {
+                for length in 1...phrase.count {
+                    let typed = String(phrase.prefix(length))
+                    let started = monotonicNanoseconds()
+                    _ = try waitFor {
+                        var request = MusicCatalogSearchSuggestionsRequest(term: typed,
+                                                                           includingTopResultsOfTypes: [Song.self, Album.self, Artist.self])
+                        request.limit = 10
+                        return try await request.response()
+                    }
+                    if round > 0 { keystrokes.append(Double(monotonicNanoseconds() - started) / 1e6) }  // round 0 warms the cache
+                }
+            }
+        }
+        report.add(Row("catalog search suggestions per keystroke (API)", unit: "ms", values: keystrokes,
+                       note: "p95 \(format(Summary.quantile(keystrokes, 0.95))) ms (goal: under 5 ms); \(keystrokes.count) keystrokes typing 10 "
+                           + "two-word phrases; 10 suggestions with top songs, albums and artists"))
+
         var resourceLatencies: [Double] = []
         for _ in 0..<runs {
             let ids = (0..<300).map { _ in MusicItemID(String(100_000_000 + Int(random.next() % UInt64(songCount)))) }

@@ -17,7 +17,7 @@ public struct CatalogImportProgress: Sendable, Equatable {
 /// Thread safety: one thread at a time (the catalog service keeps it behind a mutex).
 final class CatalogStore: @unchecked Sendable {
     // @unchecked: used only behind MusicCatalogService's mutex, one thread at a time.
-    static let schemaVersion = "5"
+    static let schemaVersion = "6"
 
     let path: URL
     private let database: SQLiteDatabase
@@ -196,9 +196,9 @@ final class CatalogStore: @unchecked Sendable {
             CREATE INDEX charts_key ON charts(storefront, type, chart, position);
             CREATE INDEX container_tracks_key ON container_tracks(storefront, container_type, container_id, position);
             CREATE VIRTUAL TABLE search USING fts5(
-                name, artist, album, content='resources', content_rowid='rowid',
-                tokenize='unicode61 remove_diacritics 2', prefix='2 3');
-            INSERT INTO search(rowid, name, artist, album) SELECT rowid, name, artist, album FROM resources;
+                name, artist, album, type, content='resources', content_rowid='rowid',
+                tokenize='unicode61 remove_diacritics 2', prefix='1 2 3');
+            INSERT INTO search(rowid, name, artist, album, type) SELECT rowid, name, artist, album, type FROM resources;
             INSERT INTO search(search) VALUES('optimize');
             """)
         let errorsJSON = String(decoding: try JSONEncoder().encode(errors), as: UTF8.self)
@@ -316,7 +316,11 @@ final class CatalogStore: @unchecked Sendable {
         let words = CatalogStore.ftsWords(term)
         guard !words.isEmpty else { return ([], false) }
         let all = words.joined(separator: " ")
-        let tiers = ["{name} : (\(all))", "{artist} : (\(all))", all]
+        // Other types than songs are matched in the index too: a search for albums must not walk
+        // every song that matches (a million of them for a one-letter prefix). Songs are most of
+        // the catalog: for them the type is checked on the rows found (cheaper than intersecting).
+        let kind = type == "songs" ? "" : " AND {type} : \"\(type)\""
+        let tiers = ["{name} : (\(all))\(kind)", "{artist} : (\(all))\(kind)", "{name artist album} : (\(all))\(kind)"]
         let wanted = offset + limit + 1
         var seen = Set<Int>()
         var rows: [(rowid: Int, json: String)] = []
