@@ -10,7 +10,7 @@ let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
                       [--output FILE]
 
-groups: ttfa, skip, seek, gap, cpu, load, player, system, ring, decode, cli, peers, catalog, library, and fuzz (only
+groups: ttfa, skip, seek, gap, cpu, load, player, system, ring, decode, cli, screens, peers, catalog, library, and fuzz (only
 when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant crashed or hung)
 --songs N: songs in the generated catalog (default 1,000,000)
 --mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed
@@ -93,7 +93,7 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "system", "cli", "peers"]
+let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "system", "cli", "screens", "peers"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
@@ -128,6 +128,11 @@ if realTimeGroups.contains(where: { wants($0) }) {
                                    landingFloor: floor, musickit: musickit).run()
     }
     if wants("cli") { progress("command-line start"); peers.commandLineTTFA(floor: floor, control: control) }
+    if wants("screens") {
+        progress("terminal screens: key -> screen")
+        try ScreenBenchmarks(musickit: musickit, device: device, song: assets.appendingPathComponent("Previews/mx-ar-01.ogg"),
+                             runs: runs, report: report).run()
+    }
     if wants("peers") {
         progress("peers: gaps"); peers.gaps()
         progress("peers: mpv skip"); peers.mpvSkip(floor: floor)

@@ -188,6 +188,7 @@ final class PlayerSession: @unchecked Sendable {
 
     /// The full-screen view, on a terminal that can show it (else the status line).
     private let screen: NowPlayingScreen?
+    private let drawing = NSLock()
 
     init(player: ApplicationMusicPlayer, interactive: Bool) {
         self.player = player
@@ -418,7 +419,9 @@ final class PlayerSession: @unchecked Sendable {
     private func drawStatusLine() {
         guard interactive else { return }
         if let screen {
-            screen.draw(screenModel())
+            // From reading the player to writing the frame in one turn: frames reach the terminal
+            // in the order of what they show (keys, events and the clock draw from several threads).
+            drawing.withLock { screen.draw(screenModel()) }
             return
         }
         state.withLock { $0.statusLineShown = true }

@@ -1,17 +1,18 @@
 import Glibc
 
 /// Starts `arguments[0]` with `arguments` and `environment` through posix_spawn: standard input
-/// from /dev/null, standard output and error appended to `outputPath`; in a session of its own
-/// when `newSession` (a daemon that outlives its starter). Returns its process ID, or the errno.
+/// from `inputPath` (/dev/null unless told), standard output and error appended to `outputPath`;
+/// in a session of its own when `newSession` (a daemon that outlives its starter; a terminal
+/// opened as its input then becomes its controlling terminal). Returns its process ID, or the errno.
 ///
 /// Not Foundation's `Process`: a child that closes the descriptors it inherited (musickitd,
 /// pulseaudio) looks to `Process` as if it exited, and it then blocks waiting for it.
 package func spawnProcess(_ arguments: [String], environment: [String: String], outputPath: String,
-                          newSession: Bool) -> Result<pid_t, SpawnError> {
+                          newSession: Bool, inputPath: String = "/dev/null") -> Result<pid_t, SpawnError> {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 0, inputPath, inputPath == "/dev/null" ? O_RDONLY : O_RDWR, 0)
     posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
     var attributes = posix_spawnattr_t()

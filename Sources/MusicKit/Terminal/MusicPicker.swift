@@ -375,7 +375,13 @@ private final class PickerSession: @unchecked Sendable {
 
     // MARK: Drawing
 
+    /// Held from reading the state to writing the frame, so that frames reach the terminal in the
+    /// order of the states they show (keys and searches draw from different threads).
+    private let drawing = NSLock()
+
     private func draw() {
+        drawing.lock()
+        defer { drawing.unlock() }
         let (columns, rows) = screen.size
         let state = state.withLock { $0 }
         var lines: [String] = []
