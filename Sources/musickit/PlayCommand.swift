@@ -426,42 +426,47 @@ final class PlayerSession: @unchecked Sendable {
         }
         state.withLock { $0.statusLineShown = true }
         let entry = player.queue.currentEntry
-        let status: String = switch player.state.playbackStatus {
-        case .playing: "▶"
-        case .paused: "⏸"
-        case .stopped: "■"
-        case .interrupted: "!"
-        case .seekingForward: "⏩"
-        case .seekingBackward: "⏪"
-        }
         let time = "\(formatTime(player.playbackTime)) / \(entry.flatMap(duration(of:)).map(formatTime) ?? "--:--")"
+        let modes = modeNames(sayingOff: false)
+        let title = entry.map { String($0.title.prefix(40)) } ?? ""
+        Console.replaceLine("  \(statusNames().symbol) \(title)  \(time)\(modes.isEmpty ? "" : "  [" + modes.joined(separator: ", ") + "]")"
+                            + "   space n p ←/→ f b r s q")
+    }
+
+    /// The playback status as a symbol and a word.
+    private func statusNames() -> (symbol: String, word: String) {
+        switch player.state.playbackStatus {
+        case .playing: ("▶", "Playing")
+        case .paused: ("⏸", "Paused")
+        case .stopped: ("■", "Stopped")
+        case .interrupted: ("!", "Interrupted")
+        case .seekingForward: ("⏩", "Scanning forward")
+        case .seekingBackward: ("⏪", "Scanning backward")
+        }
+    }
+
+    /// The repeat and shuffle modes (the ones that are off too, when `sayingOff`) and the
+    /// dropouts of the entry being heard.
+    private func modeNames(sayingOff: Bool) -> [String] {
         var modes: [String] = []
         switch player.state.repeatMode ?? .none {
         case .all: modes.append("repeat all")
         case .one: modes.append("repeat one")
-        case .none: break
+        case .none: if sayingOff { modes.append("repeat off") }
         }
-        if player.state.shuffleMode == .songs { modes.append("shuffle") }
+        if player.state.shuffleMode == .songs { modes.append(sayingOff ? "shuffle on" : "shuffle") } else if sayingOff { modes.append("shuffle off") }
         if let dropouts = Dropouts(player.engineStatistics).since(state.withLock { $0.dropoutsAtEntryStart }) {
             modes.append("⚠ " + dropouts)
         }
-        let title = entry.map { String($0.title.prefix(40)) } ?? ""
-        Console.replaceLine("  \(status) \(title)  \(time)\(modes.isEmpty ? "" : "  [" + modes.joined(separator: ", ") + "]")"
-                            + "   space n p ←/→ f b r s q")
+        return modes
     }
 
     /// What the full screen shows now.
     private func screenModel() -> NowPlayingScreen.Model {
         let entries = player.queue.entries
         let entry = player.queue.currentEntry
-        let status: String = switch player.state.playbackStatus {
-        case .playing: "▶ Playing"
-        case .paused: "⏸ Paused"
-        case .stopped: "■ Stopped"
-        case .interrupted: "! Interrupted"
-        case .seekingForward: "⏩ Scanning forward"
-        case .seekingBackward: "⏪ Scanning backward"
-        }
+        let (symbol, word) = statusNames()
+        let status = symbol + " " + word
         var artist: String?
         var album: String?
         switch entry?.item {
@@ -474,16 +479,7 @@ final class PlayerSession: @unchecked Sendable {
         case nil:
             artist = entry?.subtitle
         }
-        var modes: [String] = []
-        switch player.state.repeatMode ?? .none {
-        case .all: modes.append("repeat all")
-        case .one: modes.append("repeat one")
-        case .none: modes.append("repeat off")
-        }
-        modes.append(player.state.shuffleMode == .songs ? "shuffle on" : "shuffle off")
-        if let dropouts = Dropouts(player.engineStatistics).since(state.withLock { $0.dropoutsAtEntryStart }) {
-            modes.append("⚠ " + dropouts)
-        }
+        let modes = modeNames(sayingOff: true)
         var upcoming: [String] = []
         if let entry, let index = entries.firstIndex(where: { $0.id == entry.id }) {
             for (offset, next) in entries[(index + 1)...].prefix(50).enumerated() {

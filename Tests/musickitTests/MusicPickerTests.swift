@@ -7,26 +7,9 @@ import XCTest
 /// The music picker as a person uses it, through `musickit pick` in a real terminal (tmux):
 /// typing searches, keys move and select, an album's page adds all its tracks, and what was
 /// chosen comes out as IDs that `musickit play` takes.
-final class MusicPickerTests: XCTestCase {
-    private var directory: URL!
-    private var terminal: TmuxTerminal?
-
-    override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else {
-            throw XCTSkip("tmux is not installed (scripts/setup-system installs it)")
-        }
-        directory = try makeTemporaryDirectory(self)
-    }
-
-    override func tearDown() {
-        terminal?.stop()
-    }
-
+final class MusicPickerTests: TerminalTestCase {
     private var environment: [String: String] {
-        ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
-         "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
-         "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path,
-         "TERM": "xterm-256color", "NO_COLOR": "", "COLORTERM": "truecolor"]
+        folders.merging(["TERM": "xterm-256color", "NO_COLOR": "", "COLORTERM": "truecolor"]) { $1 }
     }
 
     @discardableResult

@@ -7,21 +7,7 @@ import XCTest
 /// `musickit play`'s full screen as a person sees it: the command runs in a real terminal
 /// emulator (tmux, on a server of its own), keys are typed with `send-keys` and the screen is
 /// read with `capture-pane`.
-final class NowPlayingScreenTests: XCTestCase {
-    private var directory: URL!
-    private var terminal: TmuxTerminal?
-
-    override func setUpWithError() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else {
-            throw XCTSkip("tmux is not installed (scripts/setup-system installs it)")
-        }
-        directory = try makeTemporaryDirectory(self)
-    }
-
-    override func tearDown() {
-        terminal?.stop()
-    }
-
+final class NowPlayingScreenTests: TerminalTestCase {
     private func screen(escapes: Bool = false) throws -> String { try XCTUnwrap(terminal).screen(escapes: escapes) }
 
     @discardableResult
@@ -37,13 +23,6 @@ final class NowPlayingScreenTests: XCTestCase {
         let url = directory.appendingPathComponent("\(name).flac")
         try writeTone(to: url, hz: hz, seconds: seconds, title: name, album: "Screen Tests")
         return url
-    }
-
-    /// The test's own folders for musickit.
-    private var folders: [String: String] {
-        ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
-         "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
-         "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path]
     }
 
     /// Starts `musickit play` in a 100×30 terminal after a line of its own, with `environment`;

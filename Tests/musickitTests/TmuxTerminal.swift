@@ -76,3 +76,28 @@ final class TmuxTerminal {
 func shellQuoted(_ arguments: [String]) -> String {
     arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
 }
+
+/// A test of a screen in a real terminal: skipped without tmux; a temporary folder of its own;
+/// its terminal stopped at the end.
+class TerminalTestCase: XCTestCase {
+    var directory: URL!
+    var terminal: TmuxTerminal?
+
+    override func setUpWithError() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else {
+            throw XCTSkip("tmux is not installed (scripts/setup-system installs it)")
+        }
+        directory = try makeTemporaryDirectory(self)
+    }
+
+    override func tearDown() {
+        terminal?.stop()
+    }
+
+    /// The test's own folders for musickit.
+    var folders: [String: String] {
+        ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
+         "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
+         "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path]
+    }
+}

@@ -5,27 +5,17 @@ import XCTest
 /// The workout example (`musickit-workout`) as a person uses it, in a real terminal (tmux): the
 /// suggestion shelf from the catalog, an artwork chosen starts its song and the workout's
 /// stopwatch, the controls skip and pause, ending the workout goes home, q quits.
-final class WorkoutAppTests: XCTestCase {
-    private var terminal: TmuxTerminal?
-
-    override func tearDown() {
-        terminal?.stop()
-    }
-
+final class WorkoutAppTests: TerminalTestCase {
     /// `musickit-workout`, built beside `musickit`.
     private var executable: String {
         CommandLineTests.executable.deletingLastPathComponent().appendingPathComponent("musickit-workout").path
     }
 
     func testTheShelfStartsASongAndTheWorkoutAndTheControlsWork() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else { throw XCTSkip("tmux is not installed") }
         let device = try AudioTestEnvironment.requirePulse()
         _ = try SharedMonitor.recorder()
-        let directory = try makeTemporaryDirectory(self)
-        let environment = ["MUSICKIT_CONFIG_DIR": directory.appendingPathComponent("config").path,
-                           "MUSICKIT_DATA_DIR": directory.appendingPathComponent("data").path,
-                           "MUSICKIT_RUNTIME_DIR": directory.appendingPathComponent("runtime").path,
-                           "MUSICKIT_AUDIO_DEVICE": device, "TERM": "xterm-256color", "NO_COLOR": "", "COLORTERM": "truecolor"]
+        let environment = folders.merging(["MUSICKIT_AUDIO_DEVICE": device, "TERM": "xterm-256color", "NO_COLOR": "",
+                                           "COLORTERM": "truecolor"]) { $1 }
         let full = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         XCTAssertEqual(try runTool(CommandLineTests.executable.path, ["authorize", "musickit-workout", "--allow"], environment: full).code, 0)
         XCTAssertEqual(try runTool(CommandLineTests.executable.path, ["account", "--subscription", "active"], environment: full).code, 0)

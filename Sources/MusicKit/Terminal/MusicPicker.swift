@@ -319,19 +319,21 @@ private final class PickerSession: @unchecked Sendable {
             var message: String?
             if !term.trimmingCharacters(in: .whitespaces).isEmpty {
                 do {
+                    let found: (songs: MusicItemCollection<Song>, albums: MusicItemCollection<Album>,
+                                playlists: MusicItemCollection<Playlist>)
                     if tab == .catalog {
                         var request = MusicCatalogSearchRequest(term: term, types: [Song.self, Album.self, Playlist.self])
                         request.limit = 12
                         let response = try await request.response()
-                        sections = [("Songs", response.songs.map(Item.song)), ("Albums", response.albums.map(Item.album)),
-                                    ("Playlists", response.playlists.map(Item.playlist))]
+                        found = (response.songs, response.albums, response.playlists)
                     } else {
                         var request = MusicLibrarySearchRequest(term: term, types: [Song.self, Album.self, Playlist.self])
                         request.limit = 12
                         let response = try await request.response()
-                        sections = [("Songs", response.songs.map(Item.song)), ("Albums", response.albums.map(Item.album)),
-                                    ("Playlists", response.playlists.map(Item.playlist))]
+                        found = (response.songs, response.albums, response.playlists)
                     }
+                    sections = [("Songs", found.songs.map(Item.song)), ("Albums", found.albums.map(Item.album)),
+                                ("Playlists", found.playlists.map(Item.playlist))]
                 } catch {
                     message = "\(error)"
                 }
