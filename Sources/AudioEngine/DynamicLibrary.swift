@@ -30,4 +30,22 @@ package struct DynamicLibrary: @unchecked Sendable {
         guard let address = dlsym(handle, symbol) else { throw Failure(description: "\(name) has no \(symbol)") }
         return unsafeBitCast(address, to: T.self)
     }
+
+    /// Opens `name` and makes a wrapper's table of its functions with `make`, which looks each
+    /// one up by name: `DynamicLibrary.table("libsoxr.so.0") { function in LibSoxr(create: try function("soxr_create"), …) }`.
+    package static func table<Table>(_ name: String,
+                                     _ make: (_ function: Lookup) throws(Failure) -> Table) -> Result<Table, Failure> {
+        do throws(Failure) {
+            return .success(try make(Lookup(library: try DynamicLibrary(name))))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Looks a library's functions up by name (see `table`).
+    package struct Lookup {
+        let library: DynamicLibrary
+
+        package func callAsFunction<T>(_ symbol: String) throws(Failure) -> T { try library.function(symbol) }
+    }
 }

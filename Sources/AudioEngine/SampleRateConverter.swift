@@ -78,16 +78,11 @@ private struct LibSoxr: @unchecked Sendable {
     let ioSpec: @convention(c) (soxr_datatype_t, soxr_datatype_t) -> soxr_io_spec_t
     let qualitySpec: @convention(c) (UInt, UInt) -> soxr_quality_spec_t
 
-    static let loaded: Result<LibSoxr, DynamicLibrary.Failure> = {
-        do throws(DynamicLibrary.Failure) {
-            let library = try DynamicLibrary("libsoxr.so.0")
-            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
-            return .success(LibSoxr(
+    static let loaded: Result<LibSoxr, DynamicLibrary.Failure> =
+        DynamicLibrary.table("libsoxr.so.0") { function throws(DynamicLibrary.Failure) in
+            LibSoxr(
                 create: try function("soxr_create"), process: try function("soxr_process"),
                 clear: try function("soxr_clear"), delete: try function("soxr_delete"),
-                ioSpec: try function("soxr_io_spec"), qualitySpec: try function("soxr_quality_spec")))
-        } catch {
-            return .failure(error)
+                ioSpec: try function("soxr_io_spec"), qualitySpec: try function("soxr_quality_spec"))
         }
-    }()
 }

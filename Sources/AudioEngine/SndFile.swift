@@ -437,21 +437,16 @@ private struct LibSndFile: @unchecked Sendable {
     let seek: @convention(c) (File?, sf_count_t, Int32) -> sf_count_t
     let versionString: @convention(c) () -> UnsafePointer<CChar>
 
-    static let loaded: Result<LibSndFile, DynamicLibrary.Failure> = {
-        do throws(DynamicLibrary.Failure) {
-            let library = try DynamicLibrary("libsndfile.so.1")
-            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
-            return .success(LibSndFile(
+    static let loaded: Result<LibSndFile, DynamicLibrary.Failure> =
+        DynamicLibrary.table("libsndfile.so.1") { function throws(DynamicLibrary.Failure) in
+            LibSndFile(
                 open: try function("sf_open"), close: try function("sf_close"), error: try function("sf_error"),
                 errorText: try function("sf_strerror"), command: try function("sf_command"),
                 getString: try function("sf_get_string"), setString: try function("sf_set_string"),
                 readFloatFrames: try function("sf_readf_float"), writeFloatFrames: try function("sf_writef_float"),
                 writeShortFrames: try function("sf_writef_short"), seek: try function("sf_seek"),
-                versionString: try function("sf_version_string")))
-        } catch {
-            return .failure(error)
+                versionString: try function("sf_version_string"))
         }
-    }()
 }
 
 /// libmpg123 (behind libsndfile, for MP3) writes its own "Note: Illegal Audio-MPEG-Header …"
@@ -468,7 +463,7 @@ enum MPEGNotes {
         var template = Array("/tmp/musickit-mpg123-XXXXXX".utf8CString)
         let capture = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard capture >= 0 else { return body() }
-        unlink(String(cString: template))
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         defer { close(capture) }
         fflush(nil)
         let saved = dup(2)

@@ -99,11 +99,9 @@ private struct LibChafa: @unchecked Sendable {
     /// CHAFA_SYMBOL_TAG_SPACE | BLOCK | BORDER | HALF: shapes every terminal font has.
     static let blockBorderAndSpaceTags: Int32 = (1 << 0) | (1 << 3) | (1 << 4) | (1 << 8) | (1 << 9)
 
-    private static let loaded: Result<LibChafa, TerminalImage.Failure> = {
-        do throws(DynamicLibrary.Failure) {
-            let library = try DynamicLibrary("libchafa.so.0")
-            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
-            return .success(LibChafa(
+    private static let loaded: Result<LibChafa, TerminalImage.Failure> =
+        DynamicLibrary.table("libchafa.so.0") { function throws(DynamicLibrary.Failure) in
+            LibChafa(
                 newSymbolMap: try function("chafa_symbol_map_new"), addSymbolsByTags: try function("chafa_symbol_map_add_by_tags"),
                 unrefSymbolMap: try function("chafa_symbol_map_unref"), newCanvasConfig: try function("chafa_canvas_config_new"),
                 setGeometry: try function("chafa_canvas_config_set_geometry"),
@@ -113,11 +111,8 @@ private struct LibChafa: @unchecked Sendable {
                 unrefCanvasConfig: try function("chafa_canvas_config_unref"), newCanvas: try function("chafa_canvas_new"),
                 drawAllPixels: try function("chafa_canvas_draw_all_pixels"), print: try function("chafa_canvas_print"),
                 unrefCanvas: try function("chafa_canvas_unref"),
-                freeString: try function("g_string_free")))  // GLib's, found through libchafa
-        } catch {
-            return .failure(TerminalImage.Failure(description: error.description))
-        }
-    }()
+                freeString: try function("g_string_free"))  // GLib's, found through libchafa
+        }.mapError { TerminalImage.Failure(description: $0.description) }
 
     static func shared() throws(TerminalImage.Failure) -> LibChafa { try loaded.get() }
 }

@@ -101,11 +101,9 @@ private struct LibCrypto {
     let errorCode: @convention(c) () -> UInt
     let errorString: @convention(c) (UInt, UnsafeMutablePointer<CChar>?, Int) -> Void
 
-    private static let loaded: Result<LibCrypto, ES256PrivateKey.Failure> = {
-        do throws(DynamicLibrary.Failure) {
-            let library = try DynamicLibrary("libcrypto.so.3")
-            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
-            return .success(LibCrypto(
+    private static let loaded: Result<LibCrypto, ES256PrivateKey.Failure> =
+        DynamicLibrary.table("libcrypto.so.3") { function throws(DynamicLibrary.Failure) in
+            LibCrypto(
                 newMemoryBuffer: try function("BIO_new_mem_buf"), freeBuffer: try function("BIO_free"),
                 readPrivateKey: try function("PEM_read_bio_PrivateKey"), baseID: try function("EVP_PKEY_get_base_id"),
                 bits: try function("EVP_PKEY_get_bits"), groupName: try function("EVP_PKEY_get_group_name"),
@@ -115,11 +113,8 @@ private struct LibCrypto {
                 decodeSignature: try function("d2i_ECDSA_SIG"), signatureR: try function("ECDSA_SIG_get0_r"),
                 signatureS: try function("ECDSA_SIG_get0_s"), freeSignature: try function("ECDSA_SIG_free"),
                 bignumToPaddedBytes: try function("BN_bn2binpad"), errorCode: try function("ERR_get_error"),
-                errorString: try function("ERR_error_string_n")))
-        } catch {
-            return .failure(ES256PrivateKey.Failure(description: error.description))
-        }
-    }()
+                errorString: try function("ERR_error_string_n"))
+        }.mapError { ES256PrivateKey.Failure(description: $0.description) }
 
     static func shared() throws(ES256PrivateKey.Failure) -> LibCrypto { try loaded.get() }
 
@@ -240,13 +235,11 @@ private struct LibSSL: @unchecked Sendable {
     let lastErrorCode: @convention(c) () -> UInt
     let errorString: @convention(c) (UInt, UnsafeMutablePointer<CChar>?, Int) -> Void
 
-    static let loaded: Result<LibSSL, DynamicLibrary.Failure> = {
-        do throws(DynamicLibrary.Failure) {
-            let library = try DynamicLibrary("libssl.so.3")
-            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
-            // X509_verify_cert_error_string and the ERR_ functions are libcrypto's, found through
-            // libssl, which loads it.
-            return .success(LibSSL(
+    // X509_verify_cert_error_string and the ERR_ functions are libcrypto's, found through libssl,
+    // which loads it.
+    static let loaded: Result<LibSSL, DynamicLibrary.Failure> =
+        DynamicLibrary.table("libssl.so.3") { function throws(DynamicLibrary.Failure) in
+            LibSSL(
                 clientMethod: try function("TLS_client_method"), newContext: try function("SSL_CTX_new"),
                 freeContext: try function("SSL_CTX_free"), setVerify: try function("SSL_CTX_set_verify"),
                 useDefaultVerifyPaths: try function("SSL_CTX_set_default_verify_paths"),
@@ -257,11 +250,8 @@ private struct LibSSL: @unchecked Sendable {
                 read: try function("SSL_read"), write: try function("SSL_write"), shutdown: try function("SSL_shutdown"),
                 errorCode: try function("SSL_get_error"), verifyResult: try function("SSL_get_verify_result"),
                 verifyErrorText: try function("X509_verify_cert_error_string"),
-                lastErrorCode: try function("ERR_get_error"), errorString: try function("ERR_error_string_n")))
-        } catch {
-            return .failure(error)
+                lastErrorCode: try function("ERR_get_error"), errorString: try function("ERR_error_string_n"))
         }
-    }()
 
     /// What went wrong with the call that returned `result`, as text.
     func errorText(_ connection: OpaquePointer, _ result: Int32) -> String {

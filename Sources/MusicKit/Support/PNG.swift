@@ -127,17 +127,11 @@ private struct LibPNG: @unchecked Sendable {
                                      UnsafeRawPointer?) -> Int32
     let free: @convention(c) (UnsafeMutablePointer<png_image>?) -> Void
 
-    private static let loaded: Result<LibPNG, RGBAImage.Failure> = {
-        do throws(DynamicLibrary.Failure) {
-            let library = try DynamicLibrary("libpng16.so.16")
-            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
-            return .success(LibPNG(beginRead: try function("png_image_begin_read_from_file"),
-                                   finishRead: try function("png_image_finish_read"),
-                                   writeToFile: try function("png_image_write_to_file"), free: try function("png_image_free")))
-        } catch {
-            return .failure(RGBAImage.Failure(description: error.description))
-        }
-    }()
+    private static let loaded: Result<LibPNG, RGBAImage.Failure> =
+        DynamicLibrary.table("libpng16.so.16") { function throws(DynamicLibrary.Failure) in
+            LibPNG(beginRead: try function("png_image_begin_read_from_file"), finishRead: try function("png_image_finish_read"),
+                   writeToFile: try function("png_image_write_to_file"), free: try function("png_image_free"))
+        }.mapError { RGBAImage.Failure(description: $0.description) }
 
     static func shared() throws(RGBAImage.Failure) -> LibPNG { try loaded.get() }
 }

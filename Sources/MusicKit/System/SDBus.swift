@@ -139,10 +139,8 @@ private struct SDBusLibrary {
 
     /// Opens libsystemd.so.0 and finds every function, or says which is missing.
     static func load() -> Result<SDBusLibrary, DBusError> {
-        do throws(DynamicLibrary.Failure) {
-            let library = try DynamicLibrary("libsystemd.so.0")
-            func function<T>(_ name: String) throws(DynamicLibrary.Failure) -> T { try library.function(name) }
-            return .success(SDBusLibrary(
+        DynamicLibrary.table("libsystemd.so.0") { function throws(DynamicLibrary.Failure) in
+            SDBusLibrary(
                 openUser: try function("sd_bus_open_user"), requestName: try function("sd_bus_request_name"),
                 addObject: try function("sd_bus_add_object"), slotUnref: try function("sd_bus_slot_unref"),
                 flushCloseUnref: try function("sd_bus_flush_close_unref"), process: try function("sd_bus_process"),
@@ -161,10 +159,8 @@ private struct SDBusLibrary {
                 messageEnterContainer: try function("sd_bus_message_enter_container"),
                 messageExitContainer: try function("sd_bus_message_exit_container"),
                 replyMethodError: try function("sd_bus_reply_method_error"),
-                errorSet: try function("sd_bus_error_set"), errorFree: try function("sd_bus_error_free")))
-        } catch {
-            return .failure(DBusError(description: error.description))
-        }
+                errorSet: try function("sd_bus_error_set"), errorFree: try function("sd_bus_error_free"))
+        }.mapError { DBusError(description: $0.description) }
     }
 }
 
