@@ -26,13 +26,25 @@ public struct MusicCatalogSearchSuggestionsRequest: Sendable {
         let count = min(max(limit ?? 10, 1), 50)
         let service = try await MusicCatalogService.current()
         let terms = try service.suggestedTerms(for: term, account: service.account, limit: count)
+        // Top results: items whose name matches what is typed (not those that only match by
+        // artist or album: asking the index for those too is what made a keystroke slow), the
+        // first of each type, then the second...
         var topResults: [MusicCatalogSearchResponse.TopResult] = []
-        if !typesForTopResults.isEmpty {
-            var search = MusicCatalogSearchRequest(term: term, types: typesForTopResults)
-            search.includeTopResults = true
-            search.limit = count
-            topResults = Array(try await search.response().topResults.prefix(count))
+        let perType = typesForTopResults.isEmpty ? 0 : (count + typesForTopResults.count - 1) / typesForTopResults.count
+        var found: [[ResourceObject]] = []
+        for type in typesForTopResults {
+            guard let key = (type as? any ResourceBackedItem.Type)?.catalogType else { continue }
+            found.append(try service.search(term: term, type: key, account: service.account, limit: perType, offset: 0,
+                                            namesOnly: true).items.map { MusicCatalogService.trimmed($0) })
         }
+        for rank in 0..<perType {
+            for items in found {
+                if let resource = items.dropFirst(rank).first, let result = MusicCatalogSearchResponse.TopResult(resource: resource) {
+                    topResults.append(result)
+                }
+            }
+        }
+        topResults = Array(topResults.prefix(count))
         return MusicCatalogSearchSuggestionsResponse(
             suggestions: terms.map { .init(searchTerm: $0, displayTerm: $0) },
             topResults: MusicItemCollection(items: topResults))

@@ -312,7 +312,7 @@ final class CatalogStore: @unchecked Sendable {
     /// FTS5 query read in rowid order that stops at the limit, so a common word costs as little
     /// as a rare one (relevance scoring, by contrast, must score every match).
     func search(term: String, type: String, storefront: String, limit: Int, offset: Int,
-                excludeExplicit: Bool) throws -> (items: [ResourceObject], hasMore: Bool) {
+                excludeExplicit: Bool, namesOnly: Bool = false) throws -> (items: [ResourceObject], hasMore: Bool) {
         let words = CatalogStore.ftsWords(term)
         guard !words.isEmpty else { return ([], false) }
         let all = words.joined(separator: " ")
@@ -321,6 +321,7 @@ final class CatalogStore: @unchecked Sendable {
         // the catalog: for them the type is checked on the rows found (cheaper than intersecting).
         let kind = type == "songs" ? "" : " AND {type} : \"\(type)\""
         let tiers = ["{name} : (\(all))\(kind)", "{artist} : (\(all))\(kind)", "{name artist album} : (\(all))\(kind)"]
+            .prefix(namesOnly ? 1 : 3)
         let wanted = offset + limit + 1
         var seen = Set<Int>()
         var rows: [(rowid: Int, json: String)] = []

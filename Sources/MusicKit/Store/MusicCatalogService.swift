@@ -167,11 +167,13 @@ final class MusicCatalogService: Sendable {
 
     // MARK: - Search and charts
 
-    func search(term: String, type: String, account: MusicAccountSettings, limit: Int, offset: Int) throws
-        -> (items: [ResourceObject], hasMore: Bool) {
+    /// `namesOnly`: only items whose name matches (a picker's top results as the person types),
+    /// not those that match by artist or album too.
+    func search(term: String, type: String, account: MusicAccountSettings, limit: Int, offset: Int,
+                namesOnly: Bool = false) throws -> (items: [ResourceObject], hasMore: Bool) {
         try withStore {
             try $0.search(term: term, type: type, storefront: account.storefront, limit: limit, offset: offset,
-                          excludeExplicit: !account.allowsExplicitContent)
+                          excludeExplicit: !account.allowsExplicitContent, namesOnly: namesOnly)
         }
     }
 
