@@ -3,8 +3,9 @@ import Foundation
 import XCTest
 
 /// The workout example (`musickit-workout`) as a person uses it, in a real terminal (tmux): the
-/// suggestion shelf from the catalog, an artwork chosen starts its song and the workout's
-/// stopwatch, the controls skip and pause, ending the workout goes home, q quits.
+/// suggestion shelf from the catalog, the picker opened and cancelled, an artwork chosen starts
+/// its song and the workout's stopwatch, the controls skip and pause, ending the workout goes
+/// home, q quits.
 final class WorkoutAppTests: TerminalTestCase {
     /// `musickit-workout`, built beside `musickit`.
     private var executable: String {
@@ -27,6 +28,11 @@ final class WorkoutAppTests: TerminalTestCase {
             $0.contains("Bike workout") && $0.contains("1 A New Journey") && $0.contains("2 Ezer Év")
         }
         XCTAssertTrue(shown.contains("s start workout"), shown)
+        // The picker, opened and cancelled: the app's keys work again after it.
+        try terminal.type("p")
+        try terminal.waitForScreen("the picker") { $0.contains("Pick music") }
+        try terminal.type("Escape")
+        try terminal.waitForScreen("home again") { $0.contains("s start workout") && !$0.contains("Pick music") }
         try terminal.type("2")
         shown = try terminal.waitForScreen("the workout with the chosen song") { $0.contains("Ezer Év") && $0.contains("Playing") }
         XCTAssertTrue(shown.contains("Obsidian Shell"), "the subtitle: \(shown)")

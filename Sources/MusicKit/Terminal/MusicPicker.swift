@@ -123,10 +123,17 @@ private final class PickerSession: @unchecked Sendable {
         defer { screen.leave() }
         search()
         draw()
-        let reader = Thread { [self] in readKeys() }
+        let readerEnded = DispatchSemaphore(value: 0)
+        let reader = Thread { [self] in
+            readKeys()
+            readerEnded.signal()
+        }
         reader.name = "musickit.picker-keys"
         reader.start()
         for await _ in done.stream { break }
+        // The reader ends within 50 ms of the end (it looks at `finished` between keys): waiting
+        // for it means nothing of the picker reads the terminal after `present()` returns.
+        readerEnded.wait()
         return state.withLock { $0.finished ?? nil }
     }
 
@@ -138,6 +145,8 @@ private final class PickerSession: @unchecked Sendable {
         var byte: UInt8 = 0
         var pending: [UInt8] = []
         while state.withLock({ $0.finished == nil }) {
+            var ready = pollfd(fd: screen.input, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 50) > 0 else { continue }  // look at `finished` again every 50 ms
             guard read(screen.input, &byte, 1) == 1 else { finish(nil); return }
             switch byte {
             case 0x1B:
