@@ -151,11 +151,15 @@ package final class SystemPlayerServer: @unchecked Sendable {
                 // Reading the state needs no turn; everything else waits for its turn.
                 let readOnly = op == "hello" || op == "state"
                 let result = readOnly ? try handle(message, from: client) : try operations.sync { try handle(message, from: client) }
-                var reply: SystemPlayerWire.Message = ["id": JSONValue(id), "ok": true, "state": snapshot()]
-                if let result { reply["result"] = result }
-                client.send(reply)
+                stateMessages.withLock {
+                    var reply: SystemPlayerWire.Message = ["id": JSONValue(id), "ok": true, "state": snapshot()]
+                    if let result { reply["result"] = result }
+                    client.send(reply)
+                }
             } catch {
-                client.send(["id": JSONValue(id), "ok": false, "error": .string("\(error)"), "state": snapshot()])
+                stateMessages.withLock {
+                    client.send(["id": JSONValue(id), "ok": false, "error": .string("\(error)"), "state": snapshot()])
+                }
             }
             if op == "shutdown" { shutdown() }
         }
@@ -256,10 +260,18 @@ package final class SystemPlayerServer: @unchecked Sendable {
     }
 
     /// Tells the subscribed clients (and MPD's idle clients, for `subsystems`) and saves the state.
+    /// Held from taking a snapshot of the state to sending it: messages that carry the state
+    /// (events, answers) leave in the order their snapshots were taken. Without it, an event's
+    /// older snapshot (an entry that started) could be sent after a newer one (a pause made
+    /// meanwhile by another app), and the apps would show the older state until the next change.
+    private let stateMessages = NSLock()
+
     private func changed(event: String? = nil, detail: String? = nil, subsystems: Set<String> = ["player"]) {
-        var message: SystemPlayerWire.Message = ["event": .string(event ?? "state"), "state": snapshot()]
-        if let detail { message["detail"] = .string(detail) }
-        for client in clients.withLock({ Array($0.values) }) where client.subscribed { client.send(message) }
+        stateMessages.withLock {
+            var message: SystemPlayerWire.Message = ["event": .string(event ?? "state"), "state": snapshot()]
+            if let detail { message["detail"] = .string(detail) }
+            for client in clients.withLock({ Array($0.values) }) where client.subscribed { client.send(message) }
+        }
         if !subsystems.isEmpty { mpd?.notify(subsystems) }
         mpris?.notify()
         persist()

@@ -51,7 +51,9 @@ final class SystemMusicPlayerTests: XCTestCase {
         withObservationTracking { _ = first.state.playbackStatus } onChange: { observed.fulfill() }
         second.pause()
         await fulfillment(of: [observed], timeout: 5)
-        await eventually("paused") { first.state.playbackStatus == .paused }
+        await eventually("paused") { first.state.playbackStatus == .paused } detail: {
+            "first: \(first.state.playbackStatus), second: \(second.state.playbackStatus)"
+        }
 
         try await first.play()
         await eventually("playing again, seen by the other app") { second.state.playbackStatus == .playing }
