@@ -149,7 +149,9 @@ final class PseudoTerminal {
         let deadline = monotonicNanoseconds() + 5_000_000_000
         var status: Int32 = 0
         while waitpid(pid, &status, WNOHANG) == 0 && monotonicNanoseconds() < deadline {
-            _ = waitForOutput(containing: "\u{0}", seconds: 0.05)
+            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            _ = poll(&poller, 1, 50)  // its last frames, or 50 ms
+            drain()
         }
     }
 }

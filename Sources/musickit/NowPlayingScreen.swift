@@ -20,7 +20,7 @@ final class NowPlayingScreen: @unchecked Sendable {
         var modes: [String]
         var upcoming: [String]
         var messages: [String]
-        /// The artwork drawn for a box of `artworkSize` cells, as lines of terminal text.
+        /// The artwork drawn for the box `artworkBox` gives, as lines of terminal text.
         var artwork: [String]?
     }
 
@@ -84,7 +84,7 @@ final class NowPlayingScreen: @unchecked Sendable {
         let bar = accent(String(repeating: "━", count: filled)) + (filled < barWidth ? "╸" : "")
             + dim(String(repeating: "─", count: max(0, barWidth - filled - 1)))
         panel.append("\(elapsed) \(bar) \(total)")
-        panel.append(dim(fit(model.modes.isEmpty ? "repeat off · shuffle off" : model.modes.joined(separator: " · "), width)))
+        panel.append(dim(fit(model.modes.joined(separator: " · "), width)))
         panel.append("")
         let room = rows - panel.count - model.messages.count - 2  // the heading and the keys' line
         if !model.upcoming.isEmpty && room > 0 {

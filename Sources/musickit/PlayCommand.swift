@@ -25,11 +25,11 @@ enum PlayCommand {
     items by ID (i.…, l.…, p.…), or the best match for a search term (`musickit play gapless
     demo`). On a terminal it shows what plays full screen (a status line when TERM=dumb; no
     colours with NO_COLOR). Albums and playlists load their tracks as they are reached. An
-    entry that cannot be played is skipped with the reason. Catalog content needs the account's subscription; the
-    first time, musickit asks for access to Apple Music (`musickit authorize musickit --allow`
-    answers ahead, for scripts). With --system the queue goes to the system player (the daemon
-    musickitd, started if none runs), which plays on after this command returns; `musickit
-    status|pause|next|previous|seek|stop` control it.
+    entry that cannot be played is skipped with the reason. Catalog content needs the
+    account's subscription; the first time, musickit asks for access to Apple Music
+    (`musickit authorize musickit --allow` answers ahead, for scripts). With --system the
+    queue goes to the system player (the daemon musickitd, started if none runs), which plays
+    on after this command returns; `musickit status|pause|next|previous|seek|stop` control it.
 
     options:
     \(spec.optionsHelp())

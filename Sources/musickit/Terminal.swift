@@ -63,12 +63,7 @@ final class RawTerminal: @unchecked Sendable {
 
     init?() {
         guard isatty(0) == 1, tcgetattr(0, &original) == 0 else { return nil }
-        var raw = original
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
-        withUnsafeMutableBytes(of: &raw.c_cc) { bytes in
-            bytes[Int(VMIN)] = 1
-            bytes[Int(VTIME)] = 0
-        }
+        var raw = rawKeyMode(of: original)
         guard tcsetattr(0, TCSANOW, &raw) == 0 else { return nil }
         active = true
     }

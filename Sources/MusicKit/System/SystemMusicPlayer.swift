@@ -350,9 +350,8 @@ final class SystemPlayerConnection: @unchecked Sendable {
             state.waiting[state.nextID] = answer
             return state.nextID
         }
-        let request: Message = ["id": JSONValue(id), "op": .string(op), "args": .object(args)]
         do {
-            try writeLock.withLock { try SystemPlayerWire.send(request, on: descriptor) }
+            try writeLock.withLock { try SystemPlayerWire.send(Self.request(id, op, args), on: descriptor) }
         } catch {
             _ = state.withLock { $0.waiting.removeValue(forKey: id) }
             disconnect(descriptor, error)
@@ -363,6 +362,11 @@ final class SystemPlayerConnection: @unchecked Sendable {
     /// Held while connecting, so that a second caller waits for the first connection (and its
     /// first state) instead of reading a mirror that is not filled yet.
     private let connectLock = NSLock()
+
+    /// The message asking for `op`, answered under `id`.
+    private static func request(_ id: Int, _ op: String, _ args: Message) -> Message {
+        ["id": JSONValue(id), "op": .string(op), "args": .object(args)]
+    }
 
     /// A request answered on this thread (a connection that does not subscribe): writes it and
     /// reads until its answer, which brings the daemon's state.
@@ -375,7 +379,7 @@ final class SystemPlayerConnection: @unchecked Sendable {
         let reply: Message
         do {
             reply = try writeLock.withLock {
-                try SystemPlayerWire.send(["id": JSONValue(id), "op": .string(op), "args": .object(args)], on: descriptor)
+                try SystemPlayerWire.send(Self.request(id, op, args), on: descriptor)
                 while true {
                     guard let message = try SystemPlayerWire.receive(on: descriptor) else {
                         throw SystemMusicPlayerError(reason: "the system player (musickitd) closed the connection")
@@ -433,7 +437,7 @@ final class SystemPlayerConnection: @unchecked Sendable {
         reader.start()
         do {
             try writeLock.withLock {
-                try SystemPlayerWire.send(["id": JSONValue(id), "op": "hello", "args": ["subscribe": true]], on: descriptor)
+                try SystemPlayerWire.send(Self.request(id, "hello", ["subscribe": true]), on: descriptor)
             }
         } catch {
             shutdown(descriptor, Int32(SHUT_RDWR))

@@ -66,14 +66,6 @@ private final class PickerSession: @unchecked Sendable {
         case album(Album)
         case playlist(Playlist)
 
-        var id: MusicItemID {
-            switch self {
-            case .song(let song): song.id
-            case .album(let album): album.id
-            case .playlist(let playlist): playlist.id
-            }
-        }
-
         var artwork: Artwork? {
             switch self {
             case .song(let song): song.artwork
@@ -289,7 +281,6 @@ private final class PickerSession: @unchecked Sendable {
     }
 
     private static func selection(_ items: [Item]) -> MusicPicker.Selection {
-        var selection = MusicPicker.Selection()
         var songs: [Song] = []
         var albums: [Album] = []
         var playlists: [Playlist] = []
@@ -300,10 +291,8 @@ private final class PickerSession: @unchecked Sendable {
             case .playlist(let playlist): playlists.append(playlist)
             }
         }
-        selection.songs = MusicItemCollection(songs)
-        selection.albums = MusicItemCollection(albums)
-        selection.playlists = MusicItemCollection(playlists)
-        return selection
+        return MusicPicker.Selection(songs: MusicItemCollection(songs), albums: MusicItemCollection(albums),
+                                     playlists: MusicItemCollection(playlists))
     }
 
     private func finish(_ selection: MusicPicker.Selection??) {

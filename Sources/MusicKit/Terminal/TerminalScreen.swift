@@ -74,12 +74,7 @@ package final class TerminalScreen: @unchecked Sendable {
             Restoration.output = output
             hasSaved = tcgetattr(input, &saved) == 0
             if rawKeys && hasSaved {
-                var raw = saved
-                raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
-                withUnsafeMutableBytes(of: &raw.c_cc) { bytes in
-                    bytes[Int(VMIN)] = 1
-                    bytes[Int(VTIME)] = 0
-                }
+                var raw = rawKeyMode(of: saved)
                 tcsetattr(input, TCSANOW, &raw)
             }
             active = true
@@ -102,6 +97,18 @@ package final class TerminalScreen: @unchecked Sendable {
             if hasSaved { tcsetattr(input, TCSANOW, &saved) }
         }
     }
+}
+
+/// `attributes` with keys delivered one by one as they are typed, without echo (the line
+/// discipline's other settings, Ctrl-C among them, unchanged).
+package func rawKeyMode(of attributes: termios) -> termios {
+    var raw = attributes
+    raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+    withUnsafeMutableBytes(of: &raw.c_cc) { bytes in
+        bytes[Int(VMIN)] = 1
+        bytes[Int(VTIME)] = 0
+    }
+    return raw
 }
 
 /// `text`, safe for a terminal, cut to `width` characters with an ellipsis.

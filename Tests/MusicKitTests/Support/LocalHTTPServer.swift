@@ -111,7 +111,7 @@ final class LocalHTTPServer: @unchecked Sendable {
     private func readRequest(_ connection: Int32) -> Request? {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4_096)
-        while !bytes.ends(with: [13, 10, 13, 10]) && !String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") {
+        while !String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") {
             let count = recv(connection, &chunk, chunk.count, 0)
             guard count > 0 else { return nil }
             bytes += chunk[0..<count]
@@ -126,8 +126,4 @@ final class LocalHTTPServer: @unchecked Sendable {
         }
         return Request(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers)
     }
-}
-
-private extension Array where Element == UInt8 {
-    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
 }
