@@ -42,6 +42,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
 
     /// Sends the request and returns the answer; a status other than 2xx throws
     /// `MusicDataRequest.Error` (from the API's `errors` body), a failed transfer `URLError`.
+    /// `429` and `5xx` answers are tried again a few times first (see `RetryPolicy`).
     public func response() async throws -> MusicDataResponse {
         var request = urlRequest
         let provider = MusicDataRequest.tokenProvider
@@ -53,11 +54,22 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
                 request.setValue(userToken, forHTTPHeaderField: "Music-User-Token")
             }
         }
-        let (data, urlResponse) = try await HTTPClient.data(for: request)
-        let response = MusicDataResponse(data: data, urlResponse: urlResponse)
-        guard (200..<300).contains(urlResponse.statusCode) else { throw Error(response: response) }
-        return response
+        let policy = MusicDataRequest.retryPolicy
+        var attempt = 0
+        while true {
+            let (data, urlResponse) = try await HTTPClient.data(for: request)
+            let response = MusicDataResponse(data: data, urlResponse: urlResponse)
+            if (200..<300).contains(urlResponse.statusCode) { return response }
+            guard let delay = policy.delay(before: attempt + 1, after: urlResponse, method: request.httpMethod ?? "GET") else {
+                throw Error(response: response)
+            }
+            attempt += 1
+            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+        }
     }
+
+    /// How `response()` retries an answer that may succeed later. (Tests shorten the waits.)
+    nonisolated(unsafe) static var retryPolicy = RetryPolicy()
 
     public var description: String {
         "MusicDataRequest(urlRequest: \(urlRequest))"
@@ -65,6 +77,44 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension MusicDataRequest {
+    /// Which failed answers are tried again, and after how long: `429 Too Many Requests` after
+    /// its `Retry-After` (seconds or an HTTP date; when it asks for longer than `longestWait`,
+    /// the error is thrown at once), and `5xx` answers to requests that can safely be sent twice
+    /// (GET, HEAD, PUT, DELETE) after an exponential backoff (0.5, 1, 2 s); at most `retries`
+    /// times. Other answers (4xx: a bad request or a rejected token) are never retried.
+    struct RetryPolicy: Sendable {
+        var retries = 3
+        var firstBackoff: TimeInterval = 0.5
+        var longestWait: TimeInterval = 30
+
+        /// The wait before retry number `retry` (from 1) after `response`, nil for no retry.
+        func delay(before retry: Int, after response: HTTPURLResponse, method: String) -> TimeInterval? {
+            guard retry <= retries else { return nil }
+            let backoff = firstBackoff * Double(1 << (retry - 1))
+            switch response.statusCode {
+            case 429:
+                guard let header = response.value(forHTTPHeaderField: "Retry-After"),
+                      let asked = Self.seconds(retryAfter: header) else { return backoff }
+                return asked <= longestWait ? asked : nil
+            case 500..<600:
+                return ["GET", "HEAD", "PUT", "DELETE"].contains(method.uppercased()) ? backoff : nil
+            default:
+                return nil
+            }
+        }
+
+        /// `Retry-After` as seconds from now: a number of seconds or an HTTP date.
+        static func seconds(retryAfter value: String, now: Date = Date()) -> TimeInterval? {
+            let text = value.trimmingCharacters(in: .whitespaces)
+            if let seconds = Int(text) { return TimeInterval(max(seconds, 0)) }
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+            return formatter.date(from: text).map { max($0.timeIntervalSince(now), 0) }
+        }
+    }
+
     /// An error the Apple Music API answered with: its first entry of `errors`, and the answer.
     public struct Error: Swift.Error, Equatable, Hashable, Sendable, CustomStringConvertible, LocalizedError {
         /// Where in the request the error is (Apple Music API: `source`).
@@ -119,8 +169,25 @@ extension MusicDataRequest {
             return text + ")"
         }
 
+        /// The API's words, and for a rejected token or a rate limit what it means here.
         public var errorDescription: String? {
-            detailText.isEmpty ? "\(title) (HTTP \(status))" : "\(title): \(detailText) (HTTP \(status))"
+            let stated = detailText.isEmpty ? "\(title) (HTTP \(status))" : "\(title): \(detailText) (HTTP \(status))"
+            let personal = originalResponse.urlResponse.url?.path.hasPrefix("/v1/me") == true
+            switch status {
+            case 401:
+                return "the developer token was rejected: \(stated); check MUSICKIT_DEVELOPER_TOKEN (it may have expired) "
+                    + "or the key, MUSICKIT_KEY_ID and MUSICKIT_TEAM_ID it is signed with"
+            case 403 where personal:
+                return "the music user token was rejected: \(stated); set a current MUSICKIT_USER_TOKEN"
+            case 403:
+                return "the developer token was rejected: \(stated); the key may not be enabled for MusicKit (developer.apple.com, Keys)"
+            case 429:
+                let wait = originalResponse.urlResponse.value(forHTTPHeaderField: "Retry-After")
+                    .flatMap { RetryPolicy.seconds(retryAfter: $0) }.map { "; try again in \(Int($0.rounded(.up))) s" } ?? ""
+                return "the Apple Music API is limiting requests: \(stated)\(wait)"
+            default:
+                return stated
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import AudioTestSupport
 import Foundation
+import Synchronization
 @testable import MusicKit
 import XCTest
 
@@ -26,11 +27,14 @@ final class MusicDataRequestTests: XCTestCase {
     override func setUpWithError() throws {
         _ = try useTemporaryEnvironment(self)
         MusicDataRequest.tokenProvider = FixedTokens(user: "user-token-for-tests")
+        // Retries as in use, with backoffs short enough for a test.
+        MusicDataRequest.retryPolicy = MusicDataRequest.RetryPolicy(retries: 3, firstBackoff: 0.01, longestWait: 30)
     }
 
     override func tearDown() {
         server?.stop()
         MusicDataRequest.tokenProvider = DefaultMusicTokenProvider()
+        MusicDataRequest.retryPolicy = MusicDataRequest.RetryPolicy()
         unsetenv("MUSICKIT_API_BASE_URL")
         unsetenv("MUSICKIT_CA_FILE")
     }
@@ -116,6 +120,98 @@ final class MusicDataRequestTests: XCTestCase {
             XCTAssertEqual(error.code, 0)
             XCTAssertEqual(error.title, "Service Unavailable")
         }
+        XCTAssertEqual(bare.requests.count, 4, "a 5xx is tried again three times, then thrown")
+    }
+
+    /// The answers a server gives in turn, then the last one again.
+    private func serveInTurn(_ answers: [LocalHTTPServer.Answer]) throws -> LocalHTTPServer {
+        final class Turn: Sendable { let count = Mutex(0) }
+        let turn = Turn()
+        return try serve { _ in
+            answers[turn.count.withLock { count in defer { count += 1 }; return min(count, answers.count - 1) }]
+        }
+    }
+
+    func testServerErrorsAreRetriedWithBackoffOnlyForRequestsThatCanBeRepeated() async throws {
+        let body = try fixture("song-897072750-us.json")
+        let flaky = try serveInTurn([LocalHTTPServer.Answer(status: 502), LocalHTTPServer.Answer(status: 500),
+                                     LocalHTTPServer.Answer(body: body)])
+        let response = try await MusicDataRequest(urlRequest: URLRequest(url: flaky.baseURL.appendingPathComponent("v1/x"))).response()
+        XCTAssertEqual(response.data, body, "the answer after two server errors")
+        XCTAssertEqual(flaky.requests.count, 3)
+
+        // A POST may have been carried out before the server failed: not sent twice.
+        flaky.stop()
+        let failing = try serveInTurn([LocalHTTPServer.Answer(status: 503)])
+        var post = URLRequest(url: failing.baseURL.appendingPathComponent("v1/me/library"))
+        post.httpMethod = "POST"
+        do {
+            _ = try await MusicDataRequest(urlRequest: post).response()
+            XCTFail("a 503 must throw")
+        } catch let error as MusicDataRequest.Error {
+            XCTAssertEqual(error.status, 503)
+        }
+        XCTAssertEqual(failing.requests.count, 1, "a POST is not retried")
+
+        // A 4xx is the request's fault: never retried.
+        failing.stop()
+        let notFound = try serveInTurn([LocalHTTPServer.Answer(status: 404, body: try fixture("error-40400-resource-not-found.json"))])
+        do {
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: notFound.baseURL.appendingPathComponent("v1/x"))).response()
+            XCTFail("a 404 must throw")
+        } catch let error as MusicDataRequest.Error {
+            XCTAssertEqual(error.code, 40400)
+        }
+        XCTAssertEqual(notFound.requests.count, 1)
+    }
+
+    func testTooManyRequestsWaitsForRetryAfterOrSaysHowLongToWait() async throws {
+        let body = try fixture("song-897072750-us.json")
+        let limited = try serveInTurn([LocalHTTPServer.Answer(status: 429, headers: ["Retry-After": "1"]),
+                                       LocalHTTPServer.Answer(body: body)])
+        let started = Date()
+        let response = try await MusicDataRequest(urlRequest: URLRequest(url: limited.baseURL.appendingPathComponent("v1/x"))).response()
+        XCTAssertEqual(response.data, body)
+        XCTAssertEqual(limited.requests.count, 2)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.95, "the second request waited the second Retry-After asked for")
+
+        // Longer than the policy waits: thrown at once, saying when to try again.
+        limited.stop()
+        let later = Date(timeIntervalSinceNow: 3_600)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let hour = try serveInTurn([LocalHTTPServer.Answer(status: 429, headers: ["Retry-After": formatter.string(from: later)])])
+        do {
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: hour.baseURL.appendingPathComponent("v1/x"))).response()
+            XCTFail("a 429 must throw")
+        } catch let error as MusicDataRequest.Error {
+            XCTAssertEqual(error.status, 429)
+            let text = try XCTUnwrap(error.errorDescription)
+            XCTAssertTrue(text.contains("limiting requests") && text.contains("try again in 3"), text)
+        }
+        XCTAssertEqual(hour.requests.count, 1, "an hour is not waited for")
+    }
+
+    func testRejectedTokensAreExplainedWithoutShowingThem() async throws {
+        let rejected = try serve { request in
+            LocalHTTPServer.Answer(status: request.target.hasPrefix("/v1/me") ? 403 : 401, body: Data())
+        }
+        for (path, expected) in [("v1/catalog/us/songs/1", "the developer token was rejected"),
+                                 ("v1/me/library/songs", "the music user token was rejected")] {
+            do {
+                _ = try await MusicDataRequest(urlRequest: URLRequest(url: rejected.baseURL.appendingPathComponent(path))).response()
+                XCTFail("\(path) must throw")
+            } catch let error as MusicDataRequest.Error {
+                let shown = [error.description, error.errorDescription ?? "", error.originalResponse.debugDescription,
+                             "\(error)", String(reflecting: error)].joined(separator: "\n")
+                XCTAssertTrue((error.errorDescription ?? "").hasPrefix(expected), shown)
+                XCTAssertFalse(shown.contains("developer-token-for-tests") || shown.contains("user-token-for-tests"),
+                               "no token in what an error prints: \(shown)")
+            }
+        }
+        XCTAssertEqual(rejected.requests.count, 2, "a rejected token is not retried")
     }
 
     func testChunkedBodiesAndRedirectsArriveWhole() async throws {
