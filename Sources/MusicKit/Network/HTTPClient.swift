@@ -10,6 +10,15 @@ enum HTTPClient {
     /// Bodies longer than this are refused (`URLError.dataLengthExceedsMaximum`).
     static let maximumBodyBytes = 64 << 20
 
+    /// An HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"), as `Retry-After` and `Expires` carry.
+    static func date(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
+    }
+
     /// The answer to `request`, on a thread of its own.
     static func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try await withCheckedThrowingContinuation { continuation in

@@ -105,8 +105,12 @@ extension MusicPropertyContainer {
     func loading(_ properties: [PartialMusicAsyncProperty<Self>], preferredSource: MusicPropertySource?) async throws -> Self {
         guard let item = self as? any PropertyLoadable else { return self }
         let source = preferredSource ?? (item.resource.type.hasPrefix("library-") ? .library : .catalog)
-        let loaded = try await MusicCatalogService.current().load(properties.map { ($0.key, $0.source) }, for: item.resource,
-                                                                  preferredSource: source)
+        let loads = properties.map { (key: $0.key, source: $0.source) }
+        let loaded = if source == .catalog, let remote = try AppleMusicCatalog.current() {
+            try await remote.load(loads, for: item.resource)
+        } else {
+            try await MusicCatalogService.current().load(loads, for: item.resource, preferredSource: source)
+        }
         return item.replacingResource(loaded) as! Self
     }
 }

@@ -19,6 +19,16 @@ public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>:
         case isrc([String])
         case upc([String])
         case all
+
+        /// The Apple Music API's name of a value filter (`filter[isrc]`).
+        var apiName: String {
+            switch self {
+            case .isrc: "isrc"
+            case .upc: "upc"
+            case .ids: "id"
+            case .all: ""
+            }
+        }
     }
 
     let filter: Filter
@@ -53,14 +63,39 @@ public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>:
         return .ids(values)
     }
 
-    /// Runs the request against the catalog.
+    /// Runs the request against the catalog: the Apple Music API when a developer token is
+    /// configured (see `AppleMusicCatalog`), else the embedded catalog.
     public func response() async throws -> MusicCatalogResourceResponse<MusicItemType> {
-        let service = try await MusicCatalogService.current()
-        let account = service.account
         guard let resourceType = MusicItemType.self as? any ResourceBackedItem.Type else {
             throw MusicCatalogError.unsupportedRequest("resources of \(MusicItemType.self)")
         }
         let type = resourceType.catalogType
+        let loads = properties.map { (key: $0.key, source: $0.source) }
+        var (pairs, next, source) = if let remote = try AppleMusicCatalog.current() {
+            try await answer(from: remote, type: type, loads: loads)
+        } else {
+            try await answer(from: try await MusicCatalogService.current(), type: type, loads: loads)
+        }
+        if let limit { pairs = Array(pairs.prefix(limit)) }
+        let keys = Set(loads.map(\.key))
+        var items: [MusicItemType] = []
+        var byRequestedID: [MusicItemID: MusicItemType] = [:]
+        for (requested, resource) in pairs {
+            guard let item = resourceType.init(resource: MusicCatalogService.trimmed(resource, keeping: keys)) as? MusicItemType else {
+                continue
+            }
+            if !items.contains(where: { $0.id == item.id }) { items.append(item) }
+            byRequestedID[MusicItemID(requested)] = item
+        }
+        return MusicCatalogResourceResponse(items: MusicItemCollection(items: items, next: next), byRequestedID: byRequestedID,
+                                            source: NotCompared(value: source))
+    }
+
+    private typealias Answer = (pairs: [(requested: String, resource: ResourceObject)], next: String?, source: MusicCatalogAnswerSource)
+
+    private func answer(from service: MusicCatalogService, type: String,
+                        loads: [(key: String, source: MusicPropertyKind)]) async throws -> Answer {
+        let account = service.account
         var pairs: [(requested: String, resource: ResourceObject)]
         var next: String?
         switch filter {
@@ -76,20 +111,26 @@ public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>:
             pairs = items.map { ($0.id, $0) }
             if items.count < total { next = "/v1/catalog/\(account.storefront)/\(type)?offset=\(items.count)&limit=\(pageLimit)" }
         }
-        if let limit { pairs = Array(pairs.prefix(limit)) }
-        let keys = Set(properties.map(\.key))
-        var items: [MusicItemType] = []
-        var byRequestedID: [MusicItemID: MusicItemType] = [:]
-        for (requested, resource) in pairs {
-            var trimmed = MusicCatalogService.trimmed(resource)
-            if !keys.isEmpty {
-                trimmed = try service.load(properties.map { ($0.key, $0.source) }, for: trimmed, preferredSource: .catalog)
-            }
-            guard let item = resourceType.init(resource: trimmed) as? MusicItemType else { continue }
-            if !items.contains(where: { $0.id == item.id }) { items.append(item) }
-            byRequestedID[MusicItemID(requested)] = item
+        if !loads.isEmpty {
+            pairs = try pairs.map { ($0.requested, try service.load(loads, for: MusicCatalogService.trimmed($0.resource), preferredSource: .catalog)) }
         }
-        return MusicCatalogResourceResponse(items: MusicItemCollection(items: items, next: next), byRequestedID: byRequestedID)
+        return (pairs, next, .embeddedCatalog)
+    }
+
+    private func answer(from remote: AppleMusicCatalog, type: String,
+                        loads: [(key: String, source: MusicPropertyKind)]) async throws -> Answer {
+        switch filter {
+        case .ids(let ids):
+            let (pairs, source) = try await remote.resources(type: type, ids: ids, findEquivalents: options.contains(.findEquivalents),
+                                                             properties: loads)
+            return (pairs, nil, source)
+        case .isrc(let values), .upc(let values):
+            let (resources, source) = try await remote.resources(type: type, filter: filter.apiName, values: values, properties: loads)
+            return (resources.map { ($0.id, $0) }, nil, source)
+        case .all:
+            let (items, next, source) = try await remote.all(type: type, limit: limit ?? 25)
+            return (items.map { ($0.id, $0) }, next, source)
+        }
     }
 }
 
@@ -117,6 +158,11 @@ public struct MusicCatalogResourceResponse<MusicItemType: MusicItem>: Sendable, 
     /// The items found, each once, in the order requested.
     public let items: MusicItemCollection<MusicItemType>
     let byRequestedID: [MusicItemID: MusicItemType]
+    let source: NotCompared<MusicCatalogAnswerSource?>
+
+    /// Where the answer came from: the Apple Music API, its offline cache (and whether stale),
+    /// or the embedded catalog; nil for a response decoded from JSON. (Linux addition)
+    public var answerSource: MusicCatalogAnswerSource? { source.value }
 
     /// The item that answers the requested ID: itself, or its equivalent (another storefront's
     /// ID, a clean version) with `.findEquivalents`; nil when the catalog has nothing for it.
@@ -144,6 +190,7 @@ extension MusicCatalogResourceResponse: Codable where MusicItemType: Codable {
         let items = try MusicItemCollection<MusicItemType>(from: decoder)
         self.items = items
         byRequestedID = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        source = NotCompared(value: nil)
     }
 
     public func encode(to encoder: any Encoder) throws { try items.encode(to: encoder) }

@@ -20,27 +20,36 @@ public struct MusicCatalogSearchRequest: Sendable, CustomStringConvertible {
         "MusicCatalogSearchRequest(term: \"\(term)\", types: \(types.map { "\($0)" }))"
     }
 
+    /// Runs the search: on the Apple Music API when a developer token is configured (see
+    /// `AppleMusicCatalog`), else in the embedded catalog.
     public func response() async throws -> MusicCatalogSearchResponse {
-        let service = try await MusicCatalogService.current()
-        let account = service.account
         let pageLimit = min(max(limit ?? 25, 1), 50)
         let pageOffset = max(offset ?? 0, 0)
+        let keys = types.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
+        if let remote = try AppleMusicCatalog.current() {
+            let (results, top, source) = try await remote.search(term: term, types: keys, limit: pageLimit, offset: pageOffset,
+                                                                 topResults: includeTopResults)
+            var response = MusicCatalogSearchResponse(results: results.mapValues { ($0.items.map { MusicCatalogService.trimmed($0) }, $0.next) })
+            response.topResults = MusicItemCollection(items: top.compactMap { MusicCatalogSearchResponse.TopResult(resource: MusicCatalogService.trimmed($0)) })
+            response.source = NotCompared(value: source)
+            return response
+        }
+        let service = try await MusicCatalogService.current()
+        let account = service.account
         var results: [String: (items: [ResourceObject], next: String?)] = [:]
-        for type in types {
-            guard let resourceType = type as? any ResourceBackedItem.Type else { continue }
-            let key = resourceType.catalogType
+        for key in keys {
             let (items, hasMore) = try service.search(term: term, type: key, account: account, limit: pageLimit, offset: pageOffset)
             results[key] = (items.map { MusicCatalogService.trimmed($0) },
                             hasMore ? MusicCatalogService.searchHref(storefront: account.storefront, term: term, type: key,
                                                                      offset: pageOffset + items.count, limit: pageLimit) : nil)
         }
         var response = MusicCatalogSearchResponse(results: results)
+        response.source = NotCompared(value: .embeddedCatalog)
         if includeTopResults {
             // The first match of each type, in the order the types were asked for, then the second...
-            let ordered = types.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
             var top: [MusicCatalogSearchResponse.TopResult] = []
             for rank in 0..<3 {
-                for key in ordered {
+                for key in keys {
                     if let resource = results[key]?.items.dropFirst(rank).first,
                        let result = MusicCatalogSearchResponse.TopResult(resource: resource) {
                         top.append(result)
@@ -66,6 +75,11 @@ public struct MusicCatalogSearchResponse: Sendable, Equatable, Hashable, Codable
     public private(set) var songs: MusicItemCollection<Song> = []
     public private(set) var stations: MusicItemCollection<Station> = []
     public internal(set) var topResults: MusicItemCollection<TopResult> = []
+    var source = NotCompared<MusicCatalogAnswerSource?>(value: nil)
+
+    /// Where the answer came from: the Apple Music API, its offline cache (and whether stale),
+    /// or the embedded catalog; nil for a response decoded from JSON. (Linux addition)
+    public var answerSource: MusicCatalogAnswerSource? { source.value }
 
     /// One of the best matches, of any type.
     public enum TopResult: _MusicResourceUnion, MusicItem, Identifiable, Equatable, Hashable, Sendable, Codable, CustomStringConvertible,
@@ -260,12 +274,30 @@ public struct MusicCatalogChartsRequest: Sendable, Equatable, Hashable, CustomSt
         for type in types { hasher.combine(ObjectIdentifier(type)) }
     }
 
+    /// Fetches the charts: from the Apple Music API when a developer token is configured (see
+    /// `AppleMusicCatalog`), else from the embedded catalog.
     public func response() async throws -> MusicCatalogChartsResponse {
-        let service = try await MusicCatalogService.current()
-        let account = service.account
         let start = max(offset ?? 0, 0)
         let count = min(max(limit ?? 20, 1), 200)
         var response = MusicCatalogChartsResponse()
+        if let remote = try AppleMusicCatalog.current() {
+            var source = MusicCatalogAnswerSource.embeddedCatalog
+            let keys = types.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
+            for kind in kinds {
+                let (charts, answered) = try await remote.charts(kind: kind.apiValue, types: keys, genre: genre?.id.rawValue,
+                                                                 limit: count, offset: start)
+                response.albumCharts += charts.albumCharts
+                response.musicVideoCharts += charts.musicVideoCharts
+                response.playlistCharts += charts.playlistCharts
+                response.songCharts += charts.songCharts
+                source = source.combined(with: answered)
+            }
+            response.source = NotCompared(value: source)
+            return response
+        }
+        response.source = NotCompared(value: .embeddedCatalog)
+        let service = try await MusicCatalogService.current()
+        let account = service.account
         for kind in kinds {
             for type in types {
                 guard let resourceType = type as? any ResourceBackedItem.Type else { continue }
@@ -298,6 +330,11 @@ public struct MusicCatalogChartsResponse: Sendable, Equatable, Hashable, Codable
     public internal(set) var musicVideoCharts: [MusicCatalogChart<MusicVideo>] = []
     public internal(set) var playlistCharts: [MusicCatalogChart<Playlist>] = []
     public internal(set) var songCharts: [MusicCatalogChart<Song>] = []
+    var source = NotCompared<MusicCatalogAnswerSource?>(value: nil)
+
+    /// Where the answer came from: the Apple Music API, its offline cache (and whether stale),
+    /// or the embedded catalog; nil for a response decoded from JSON. (Linux addition)
+    public var answerSource: MusicCatalogAnswerSource? { source.value }
 
     init() {}
 

@@ -22,8 +22,17 @@ public struct MusicCatalogSearchSuggestionsRequest: Sendable {
         typesForTopResults = types
     }
 
+    /// The suggestions: from the Apple Music API when a developer token is configured (see
+    /// `AppleMusicCatalog`), else from the embedded catalog.
     public func response() async throws -> MusicCatalogSearchSuggestionsResponse {
         let count = min(max(limit ?? 10, 1), 50)
+        if let remote = try AppleMusicCatalog.current() {
+            let keys = typesForTopResults.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
+            let (terms, top, _) = try await remote.suggestions(term: term, types: keys, limit: count)
+            return MusicCatalogSearchSuggestionsResponse(
+                suggestions: terms.map { .init(searchTerm: $0.search, displayTerm: $0.display) },
+                topResults: MusicItemCollection(items: top.compactMap { MusicCatalogSearchResponse.TopResult(resource: MusicCatalogService.trimmed($0)) }))
+        }
         let service = try await MusicCatalogService.current()
         let terms = try service.suggestedTerms(for: term, account: service.account, limit: count)
         // Top results: items whose name matches what is typed (not those that only match by

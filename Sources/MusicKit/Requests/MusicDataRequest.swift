@@ -107,11 +107,7 @@ extension MusicDataRequest {
         static func seconds(retryAfter value: String, now: Date = Date()) -> TimeInterval? {
             let text = value.trimmingCharacters(in: .whitespaces)
             if let seconds = Int(text) { return TimeInterval(max(seconds, 0)) }
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-            return formatter.date(from: text).map { max($0.timeIntervalSince(now), 0) }
+            return HTTPClient.date(text).map { max($0.timeIntervalSince(now), 0) }
         }
     }
 

@@ -10,6 +10,9 @@ public enum MusicCatalogError: Error, CustomStringConvertible, Sendable, Equatab
     case database(String)
     /// A request the catalog cannot answer, e.g. an unknown `next` link.
     case unsupportedRequest(String)
+    /// The Apple Music API answered `url` with a document this framework cannot read: where in
+    /// it, and what is wrong.
+    case invalidAnswer(url: String, jsonPath: String, reason: String)
 
     public var description: String {
         switch self {
@@ -17,6 +20,7 @@ public enum MusicCatalogError: Error, CustomStringConvertible, Sendable, Equatab
             "no catalog documents found (\(searched)); set MUSICKIT_ASSETS to the Assets folder"
         case .database(let message): "catalog database: \(message)"
         case .unsupportedRequest(let what): "unsupported catalog request: \(what)"
+        case .invalidAnswer(let url, let jsonPath, let reason): "the Apple Music API's answer to \(url) is not usable: \(jsonPath): \(reason)"
         }
     }
 }
@@ -100,7 +104,9 @@ final class MusicCatalogService: Sendable {
     }
 
     /// The account requests answer for (its storefront replaced inside `MusicCatalogIndex.withStorefront`).
-    var account: MusicAccountSettings {
+    var account: MusicAccountSettings { MusicCatalogService.account(environment) }
+
+    static func account(_ environment: MusicKitEnvironment) -> MusicAccountSettings {
         var account = AccountStore.load(environment).account
         if let storefront = MusicCatalogIndex.storefrontOverride { account.storefront = storefront }
         return account

@@ -84,6 +84,9 @@ struct MusicDeveloperTokenSettings {
 
     var userToken: String? { values[Field.userToken.rawValue] }
 
+    /// A developer token is set, or a key to sign one (whether they are usable is `source`'s question).
+    var isConfigured: Bool { values[Field.developerToken.rawValue] != nil || values[Field.keyFile.rawValue] != nil }
+
     var source: Source {
         get throws(MusicDeveloperTokenError) {
             if let ready = values[Field.developerToken.rawValue] {

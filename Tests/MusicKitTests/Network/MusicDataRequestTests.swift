@@ -8,25 +8,11 @@ import XCTest
 /// Music API (real responses from Fixtures/), and a TLS server (Python's, with a certificate
 /// made here by `openssl`) for HTTPS and its certificate checks.
 final class MusicDataRequestTests: XCTestCase {
-    /// Tokens the server can recognise.
-    private final class FixedTokens: MusicUserTokenProvider, MusicDeveloperTokenProvider, @unchecked Sendable {
-        let user: String?
-        init(user: String?) {
-            self.user = user
-            super.init()
-        }
-        func developerToken(options: MusicTokenRequestOptions) async throws -> String { "developer-token-for-tests" }
-        override func userToken(for developerToken: String, options: MusicTokenRequestOptions) async throws -> String {
-            guard let user else { throw MusicTokenRequestError.userNotSignedIn }
-            return user
-        }
-    }
-
     private var server: LocalHTTPServer?
 
     override func setUpWithError() throws {
         _ = try useTemporaryEnvironment(self)
-        MusicDataRequest.tokenProvider = FixedTokens(user: "user-token-for-tests")
+        MusicDataRequest.tokenProvider = TestTokens(user: "user-token-for-tests")
         // Retries as in use, with backoffs short enough for a test.
         MusicDataRequest.retryPolicy = MusicDataRequest.RetryPolicy(retries: 3, firstBackoff: 0.01, longestWait: 30)
     }
@@ -81,7 +67,7 @@ final class MusicDataRequestTests: XCTestCase {
         XCTAssertEqual(request.header("Accept-Language"), "fr-FR", "the app's own header fields are sent")
         XCTAssertEqual(request.target, "/v1/me/library/songs?" + components.percentEncodedQuery!)
 
-        MusicDataRequest.tokenProvider = FixedTokens(user: nil)
+        MusicDataRequest.tokenProvider = TestTokens(user: nil)
         do {
             _ = try await MusicDataRequest(urlRequest: urlRequest).response()
             XCTFail("a personal request without a user token must fail")
@@ -253,7 +239,7 @@ final class MusicDataRequestTests: XCTestCase {
         XCTAssertEqual(fromTheAPI, "gb")
         XCTAssertEqual(server.requests.first?.target, "/v1/me/storefront")
 
-        MusicDataRequest.tokenProvider = FixedTokens(user: nil)
+        MusicDataRequest.tokenProvider = TestTokens(user: nil)
         try MusicAccountSettings.update { $0.storefront = "jp" }
         let fromTheAccount = try await MusicDataRequest.currentCountryCode
         XCTAssertEqual(fromTheAccount, "jp", "no user token: the local account's storefront")

@@ -1,6 +1,25 @@
 import Foundation
 import Glibc
+@testable import MusicKit
 import Synchronization
+
+/// Tokens a test server can recognise ("developer-token-for-tests", and `user` when given).
+final class TestTokens: MusicUserTokenProvider, MusicDeveloperTokenProvider, @unchecked Sendable {
+    // @unchecked: immutable.
+    let user: String?
+
+    init(user: String?) {
+        self.user = user
+        super.init()
+    }
+
+    func developerToken(options: MusicTokenRequestOptions) async throws -> String { "developer-token-for-tests" }
+
+    override func userToken(for developerToken: String, options: MusicTokenRequestOptions) async throws -> String {
+        guard let user else { throw MusicTokenRequestError.userNotSignedIn }
+        return user
+    }
+}
 
 /// An HTTP/1.1 server on 127.0.0.1 (a port of its own) that answers every request with what
 /// `respond` returns and records what it was sent: the Apple Music API, played by the tests.
