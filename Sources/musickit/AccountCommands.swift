@@ -75,7 +75,7 @@ enum AccountCommand {
             if let value = try flag("--listening-history") { changes.append { $0.usesListeningHistory = value } }
             if let value = try flag("--cloud-library") { changes.append { $0.hasCloudLibraryEnabled = value } }
         } catch {
-            Console.error("musickit account: \(error)\n\n\(help)\n")
+            Console.error("musickit account: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         do {
@@ -99,7 +99,7 @@ enum AccountCommand {
             }
             return .success
         } catch {
-            Console.error("musickit account: \(error)\n")
+            Console.error("musickit account: \(errorMessage(error))\n")
             return .failure
         }
     }
@@ -133,7 +133,7 @@ enum AuthorizeCommand {
                 throw UsageError(message: "choose one of --allow, --deny, --reset")
             }
         } catch {
-            Console.error("musickit authorize: \(error)\n\n\(help)\n")
+            Console.error("musickit authorize: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         let app = parsed.positionals.first ?? cliApplicationIdentifier
@@ -157,7 +157,7 @@ enum AuthorizeCommand {
             Console.out("\(app): \(status)\n")
             return status == .authorized ? .success : .someEntriesFailed
         } catch {
-            Console.error("musickit authorize: \(error)\n")
+            Console.error("musickit authorize: \(errorMessage(error))\n")
             return .failure
         }
     }
@@ -201,7 +201,7 @@ enum SubscribeCommand {
             options.affiliateToken = parsed.option("--affiliate-token")
             options.campaignToken = parsed.option("--campaign-token")
         } catch {
-            Console.error("musickit subscribe: \(error)\n\n\(help)\n")
+            Console.error("musickit subscribe: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         if MusicAccountSettings.load().settings.isSubscribed {
@@ -220,7 +220,7 @@ enum SubscribeCommand {
             let subscribed = try waitFor { try await MusicSubscriptionOffer.present(options: offerOptions) }
             return subscribed ? .success : .someEntriesFailed
         } catch {
-            Console.error("musickit subscribe: \(error)\n")
+            Console.error("musickit subscribe: \(errorMessage(error))\n")
             return .failure
         }
     }

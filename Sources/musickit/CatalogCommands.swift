@@ -36,15 +36,16 @@ enum SearchCommand {
                   .init(name: "--limit", valueName: "N", help: "results per type, 1-50 (default 10)"),
                   .init(name: "--offset", valueName: "N", help: "skip the first N results of each type"),
                   .init(name: "--storefront", valueName: "CODE", help: "search this storefront instead of the account's")],
-        flags: [.init(name: "--json", help: "print the Apple Music API search response as JSON")],
+        flags: [.init(name: "--json", help: "print the Apple Music API search response as JSON")] + CatalogChoice.flags,
         positionalName: "TERM", minimumPositionals: 1)
 
     static let help = """
-    usage: musickit search [--types LIST] [--limit N] [--offset N] [--storefront CODE] [--json] TERM...
+    usage: musickit search [--types LIST] [--limit N] [--offset N] [--storefront CODE] [--json] [--remote|--local] TERM...
 
     Searches the catalog (titles, artists and albums; each word matches as a prefix, accents
     do not matter) in the account's storefront, leaving out explicit items when the account
-    does not allow them.
+    does not allow them. The Apple Music API answers when a developer token is configured,
+    the embedded catalog otherwise (see `musickit catalog status`).
 
     options:
     \(spec.optionsHelp())
@@ -76,8 +77,9 @@ enum SearchCommand {
             if let value = parsed.option("--offset"), !(Int(value).map { $0 >= 0 } ?? false) {
                 throw UsageError(message: "--offset takes a number from 0 up, not \(value)")
             }
+            try CatalogChoice.apply(parsed)
         } catch {
-            Console.error("musickit search: \(error)\n\n\(help)\n")
+            Console.error("musickit search: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         let term = parsed.positionals.joined(separator: " ")
@@ -95,6 +97,7 @@ enum SearchCommand {
                 }
                 return try await request.response()
             }
+            noteIfStale(response.answerSource)
             let found = response.songs.count + response.albums.count + response.artists.count + response.playlists.count
                 + response.musicVideos.count + response.stations.count + response.curators.count
             if parsed.has("--json") {
@@ -111,7 +114,7 @@ enum SearchCommand {
             }
             return found == 0 ? .nothingPlayable : .success
         } catch {
-            Console.error("musickit search: \(error)\n")
+            Console.error("musickit search: \(errorMessage(error))\n")
             return .failure
         }
     }
@@ -122,21 +125,27 @@ enum CatalogCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--storefront", valueName: "CODE", help: "answer from this storefront instead of the account's")],
         flags: [.init(name: "--find-equivalents", help: "answer IDs of other storefronts (or explicit items the account does not allow) with their equivalents"),
-                .init(name: "--json", help: "print the items as Apple Music API JSON")],
+                .init(name: "--json", help: "print the items as Apple Music API JSON")] + CatalogChoice.flags,
         positionalName: "songs|albums|artists|playlists ID...", minimumPositionals: 2)
 
     static let help = """
-    usage: musickit catalog songs|albums|artists|playlists [--storefront CODE] [--find-equivalents] [--json] ID...
+    usage: musickit catalog songs|albums|artists|playlists [--storefront CODE] [--find-equivalents] [--json] [--remote|--local] ID...
            musickit catalog import FILE...
-           musickit catalog status
+           musickit catalog status [--remote|--local]
 
     Looks items up in the catalog by ID, in the order given, as MusicCatalogResourceRequest does.
     An ID the catalog does not have is reported, not an error. Albums come with their tracks,
     artists with their albums, playlists with their tracks.
 
+    The catalog is the Apple Music API when a developer token is configured
+    (MUSICKIT_DEVELOPER_TOKEN, or MUSICKIT_DEVELOPER_KEY_FILE, MUSICKIT_KEY_ID and
+    MUSICKIT_TEAM_ID; MUSICKIT_CATALOG=remote|local chooses for good), with its answers kept
+    for offline use; otherwise the embedded catalog (bundled and imported documents).
+
     `import` checks Apple Music API documents (the file and JSON path of any mistake are
     named), copies them into the catalog folder and rebuilds the index, with progress.
-    `status` shows the database, its documents and any document that could not be imported.
+    `status` says which catalog answers and why, checks the developer token, and shows the
+    offline cache, the database, its documents and any document that could not be imported.
 
     options:
     \(spec.optionsHelp())
@@ -147,7 +156,7 @@ enum CatalogCommand {
     static func run(_ arguments: [String]) -> ExitCode {
         switch arguments.first {
         case "import": return importDocuments(Array(arguments.dropFirst()))
-        case "status": return status()
+        case "status": return status(Array(arguments.dropFirst()))
         default: break
         }
         let parsed: ParsedArguments
@@ -156,8 +165,9 @@ enum CatalogCommand {
             guard ["songs", "albums", "artists", "playlists"].contains(parsed.positionals[0]) else {
                 throw UsageError(message: "unknown type \(parsed.positionals[0]) (songs, albums, artists, playlists, import, status)")
             }
+            try CatalogChoice.apply(parsed)
         } catch {
-            Console.error("musickit catalog: \(error)\n\n\(help)\n")
+            Console.error("musickit catalog: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         let kind = parsed.positionals[0]
@@ -193,7 +203,7 @@ enum CatalogCommand {
             for id in output.missing { Console.error("not in the catalog: \(kind.dropLast()) \(id)\n") }
             return output.found == 0 ? .nothingPlayable : (output.missing.isEmpty ? .success : .someEntriesFailed)
         } catch {
-            Console.error("musickit catalog: \(error)\n")
+            Console.error("musickit catalog: \(errorMessage(error))\n")
             return .failure
         }
     }
@@ -206,6 +216,7 @@ enum CatalogCommand {
         request.properties = properties
         if findEquivalents { request.options = [.findEquivalents] }
         let response = try await request.response()
+        noteIfStale(response.answerSource)
         let missing = ids.filter { response.item(for: $0) == nil }
         let answered = ids.compactMap { id in response.item(for: id).map { (id, $0) } }
         if json {
@@ -244,19 +255,44 @@ enum CatalogCommand {
                           + "\(status.resourceCount) items (\(replaced) replaced by these documents, \(skipped) skipped)\n")
             return .success
         } catch let error as CatalogDocumentError {
-            Console.error("musickit catalog import: \(error)\n")
+            Console.error("musickit catalog import: \(errorMessage(error))\n")
             return .failure
         } catch {
-            Console.error("musickit catalog import: \(error)\n")
+            Console.error("musickit catalog import: \(errorMessage(error))\n")
             return .failure
         }
     }
 
-    private static func status() -> ExitCode {
+    private static let statusSpec = ArgumentSpec(flags: CatalogChoice.flags)
+
+    private static func status(_ arguments: [String]) -> ExitCode {
         do {
+            try CatalogChoice.apply(try statusSpec.parse(arguments))
+        } catch {
+            Console.error("musickit catalog status: \(errorMessage(error))\n\n\(help)\n")
+            return .usage
+        }
+        do {
+            let source = try MusicCatalogIndex.source()
+            var healthy = true
+            if source.usesAppleMusicAPI {
+                Console.out("answers from: the Apple Music API (\(source.apiBaseURL.absoluteString)): \(source.reason)\n")
+                do {
+                    // Signed (or read) now, never shown.
+                    _ = try waitFor { try await MusicDataRequest.tokenProvider.developerToken(options: []) }
+                    Console.out("developer token: ready\n")
+                } catch {
+                    Console.out("developer token: \(error)\n")
+                    healthy = false
+                }
+            } else {
+                Console.out("answers from: the embedded catalog: \(source.reason)\n")
+            }
+            Console.out("offline cache: \(source.cachePath): \(source.cachedAnswers) answer\(source.cachedAnswers == 1 ? "" : "s"), "
+                        + "\((source.cachedBytes + 1_023) / 1_024) KiB\n\n")
             let status = try MusicCatalogIndex.prepare()
             Console.out("""
-            database: \(status.databasePath)
+            embedded catalog: \(status.databasePath)
             storefronts: \(status.storefronts.joined(separator: ", "))
             documents: \(status.documentPaths.count)
             \(status.documentPaths.map { "  " + $0 }.joined(separator: "\n"))
@@ -264,9 +300,10 @@ enum CatalogCommand {
 
             """)
             for error in status.documentErrors { Console.out("not imported: \(error)\n") }
+            if !healthy { return .failure }
             return status.documentErrors.isEmpty ? .success : .someEntriesFailed
         } catch {
-            Console.error("musickit catalog: \(error)\n")
+            Console.error("musickit catalog: \(errorMessage(error))\n")
             return .failure
         }
     }

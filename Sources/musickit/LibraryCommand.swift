@@ -57,7 +57,7 @@ enum LibraryCommand {
             if ["add"].contains(parsed.positionals[0]), parsed.positionals.count < 2 { throw UsageError(message: "library add needs IDs") }
             if parsed.positionals[0] == "playlist", parsed.positionals.count < 2 { throw UsageError(message: "library playlist needs a NAME") }
         } catch {
-            Console.error("musickit library: \(error)\n\n\(help)\n")
+            Console.error("musickit library: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         if let refused = requireAuthorization("library") { return refused }
@@ -71,7 +71,7 @@ enum LibraryCommand {
             default: return try playlist(name: parsed.positionals[1], ids: Array(parsed.positionals.dropFirst(2)))
             }
         } catch {
-            Console.error("musickit library: \(error)\n")
+            Console.error("musickit library: \(errorMessage(error))\n")
             return .failure
         }
     }

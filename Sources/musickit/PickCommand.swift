@@ -7,11 +7,12 @@ enum PickCommand {
     static let spec = ArgumentSpec(
         options: [],
         flags: [.init(name: "--multiple", help: "pick several (space selects, enter finishes; in an album or playlist, a adds every track)"),
-                .init(name: "--json", help: "print the chosen songs, albums and playlists as JSON instead of their IDs")],
+                .init(name: "--json", help: "print the chosen songs, albums and playlists as JSON instead of their IDs")]
+            + CatalogChoice.flags,
         positionalName: "[TERM...]", minimumPositionals: 0)
 
     static let help = """
-    usage: musickit pick [--multiple] [--json] [TERM...]
+    usage: musickit pick [--multiple] [--json] [--remote|--local] [TERM...]
 
     Opens the music picker on the terminal: it searches the catalog and your library as you
     type (tab switches between them; the library only without a subscription), moves with ↑/↓
@@ -42,8 +43,9 @@ enum PickCommand {
         let parsed: ParsedArguments
         do {
             parsed = try spec.parse(arguments)
+            try CatalogChoice.apply(parsed)
         } catch {
-            Console.error("musickit pick: \(error)\n\n\(help)\n")
+            Console.error("musickit pick: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         if let refused = requireAuthorization("pick") { return refused }
@@ -52,7 +54,7 @@ enum PickCommand {
         do {
             selection = try waitFor { try await picker.present() }
         } catch {
-            Console.error("musickit pick: \(error)\n")
+            Console.error("musickit pick: \(errorMessage(error))\n")
             return .failure
         }
         guard let selection, !selection.isEmpty else {
@@ -67,7 +69,7 @@ enum PickCommand {
             do {
                 Console.out(try jsonText(output) + "\n")
             } catch {
-                Console.error("musickit pick: \(error)\n")
+                Console.error("musickit pick: \(errorMessage(error))\n")
                 return .failure
             }
         } else {

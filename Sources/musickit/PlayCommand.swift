@@ -48,7 +48,7 @@ enum PlayCommand {
         do {
             parsed = try spec.parse(arguments)
         } catch {
-            Console.error("musickit play: \(error)\n\n\(help)\n")
+            Console.error("musickit play: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         let repeatMode: MusicPlayer.RepeatMode
@@ -79,10 +79,10 @@ enum PlayCommand {
         do {
             items = try PlayResolution.resolve(parsed.positionals)
         } catch let error as PlayResolution.NotFound {
-            Console.error("musickit play: \(error)\n")
+            Console.error("musickit play: \(errorMessage(error))\n")
             return .nothingPlayable
         } catch {
-            Console.error("musickit play: \(error)\n")
+            Console.error("musickit play: \(errorMessage(error))\n")
             return .failure
         }
         if parsed.has("--system") {
@@ -250,7 +250,7 @@ final class PlayerSession: @unchecked Sendable {
     }
 
     private func report(_ error: any Error) -> ExitCode {
-        Console.error("musickit play: \(error)\n")
+        Console.error("musickit play: \(errorMessage(error))\n")
         switch error {
         case let error as MusicPlayer.PlaybackError:
             if case .audioDevice = error { return .deviceError }

@@ -38,7 +38,7 @@ enum ProbeCommand {
                 rate = nil
             }
         } catch {
-            Console.error("musickit probe: \(error)\n\n\(help)\n")
+            Console.error("musickit probe: \(errorMessage(error))\n\n\(help)\n")
             return .usage
         }
         let quiet = parsed.has("--quiet")
@@ -60,7 +60,7 @@ enum ProbeCommand {
                             + (tags.isEmpty ? "" : "; " + tags.joined(separator: ", ")) + "\n")
             } catch {
                 failures += 1
-                if !quiet { Console.error("musickit probe: \(error)\n") }
+                if !quiet { Console.error("musickit probe: \(errorMessage(error))\n") }
             }
         }
         if failures == 0 { return .success }

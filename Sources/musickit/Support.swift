@@ -41,9 +41,47 @@ func jsonText<T: Encodable>(_ value: T) throws -> String {
     return String(escaped)
 }
 
-/// Opens the catalog, showing import progress on stderr when it has to be built, and
-/// reporting documents that could not be imported.
+/// An error as a person reads it: a network failure with what could not be reached, an
+/// Apple Music API error with what it means, anything else as it describes itself.
+func errorMessage(_ error: any Error) -> String {
+    if let error = error as? URLError {
+        let url = error.failingURL.map { " (\($0.absoluteString))" } ?? ""
+        return "network: \(error.localizedDescription)\(url)"
+    }
+    if let error = error as? MusicDataRequest.Error, let text = error.errorDescription { return text }
+    return "\(error)"
+}
+
+/// Says so on stderr when an answer is the Apple Music API's cached copy because the API could
+/// not be reached.
+func noteIfStale(_ source: MusicCatalogAnswerSource?) {
+    if case .cache(let fetched, isStale: true) = source {
+        Console.error("note: the Apple Music API could not be reached; answered from its cached answer of "
+                      + "\(ISO8601DateFormatter().string(from: fetched))\n")
+    }
+}
+
+/// `--remote` / `--local`: which catalog answers a command (MUSICKIT_CATALOG for this process).
+enum CatalogChoice {
+    static let flags: [ArgumentSpec.Flag] = [
+        .init(name: "--remote", help: "ask the Apple Music API (needs a developer token: see musickit catalog status)"),
+        .init(name: "--local", help: "answer from the embedded catalog even when a developer token is configured"),
+    ]
+
+    static func apply(_ parsed: ParsedArguments) throws(UsageError) {
+        switch (parsed.has("--remote"), parsed.has("--local")) {
+        case (true, true): throw UsageError(message: "--remote and --local exclude each other")
+        case (true, false): setenv("MUSICKIT_CATALOG", "remote", 1)
+        case (false, true): setenv("MUSICKIT_CATALOG", "local", 1)
+        case (false, false): break
+        }
+    }
+}
+
+/// Opens the embedded catalog, showing import progress on stderr when it has to be built, and
+/// reporting documents that could not be imported. Nothing to do when the Apple Music API answers.
 func prepareCatalog(quiet: Bool = false) throws {
+    if try MusicCatalogIndex.source().usesAppleMusicAPI { return }
     let interactive = isatty(2) == 1 && !quiet
     let status = try MusicCatalogIndex.prepare { progress in
         guard interactive else { return }

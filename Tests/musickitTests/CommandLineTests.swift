@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioTestSupport
 import Foundation
 import XCTest
 
@@ -243,6 +244,54 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(equivalents.code, 0, equivalents.err)
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(equivalents.out.utf8)) as? [String: Any])
         XCTAssertEqual((object["requested"] as? [String: String])?["1762000017"], "1772000017")
+    }
+
+    /// With a developer token the catalog commands ask the Apple Music API (here a local server
+    /// answering the API's search document); its answers are kept, and answer when it is gone.
+    func testSearchAsksTheAppleMusicAPIWithATokenAndAnswersFromTheCacheOffline() throws {
+        var environment = try isolatedEnvironment()
+        let embedded = try run(["catalog", "status"], environment: environment)
+        XCTAssertEqual(embedded.code, 0, embedded.err)
+        XCTAssertTrue(embedded.out.contains("answers from: the embedded catalog: no developer token"), embedded.out)
+        let refused = try run(["search", "--remote", "heroes"], environment: environment)
+        XCTAssertEqual(refused.code, 1)
+        XCTAssertTrue(refused.err.contains("MUSICKIT_DEVELOPER_TOKEN"), refused.err)
+
+        let www = try temporaryDirectory().appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: www.appendingPathComponent("v1/catalog/us"), withIntermediateDirectories: true)
+        try Data(#"""
+            {"results":{"songs":{"href":"/v1/catalog/us/search?term=heroes&types=songs&limit=10","data":[
+              {"id":"1440000001","type":"songs","href":"/v1/catalog/us/songs/1440000001","attributes":{
+                "name":"Heroes From The API","artistName":"Remote Band","albumName":"Far Away","durationInMillis":201000,
+                "playParams":{"id":"1440000001","kind":"song"}}}]}}}
+            """#.utf8).write(to: www.appendingPathComponent("v1/catalog/us/search"))
+        let server = try StaticFileServer(directory: www, headers: ["Cache-Control": "no-cache"])
+        defer { server.stop() }
+        let claims = #"{"iss":"TEAM123456","iat":1700000000,"exp":4102444800}"#
+        func base64URL(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        environment["MUSICKIT_DEVELOPER_TOKEN"] = base64URL(#"{"alg":"ES256","kid":"KEY1234567"}"#) + "." + base64URL(claims) + ".c2ln"
+        environment["MUSICKIT_API_BASE_URL"] = "http://127.0.0.1:\(server.port)"
+
+        let online = try run(["search", "--types", "songs", "heroes"], environment: environment)
+        XCTAssertEqual(online.code, 0, online.err)
+        XCTAssertTrue(online.out.contains("Heroes From The API") && online.out.contains("Remote Band"), online.out)
+        XCTAssertFalse(online.err.contains("could not be reached"), online.err)
+        let status = try run(["catalog", "status"], environment: environment)
+        XCTAssertEqual(status.code, 0, status.out + status.err)
+        XCTAssertTrue(status.out.contains("answers from: the Apple Music API (http://127.0.0.1:\(server.port)): a developer token is configured"), status.out)
+        XCTAssertTrue(status.out.contains("developer token: ready") && status.out.contains(": 1 answer,"), status.out)
+        XCTAssertFalse(status.out.contains(environment["MUSICKIT_DEVELOPER_TOKEN"]!), "the token is never printed")
+
+        server.stop()
+        let offline = try run(["search", "--types", "songs", "heroes"], environment: environment)
+        XCTAssertEqual(offline.code, 0, offline.err)
+        XCTAssertTrue(offline.out.contains("Heroes From The API"), offline.out)
+        XCTAssertTrue(offline.err.contains("could not be reached; answered from its cached answer"), offline.err)
+        let local = try run(["catalog", "status", "--local"], environment: environment)
+        XCTAssertTrue(local.out.contains("answers from: the embedded catalog: MUSICKIT_CATALOG=local"), local.out)
     }
 
     func testCatalogAlbumListsItsTracksAndUnknownIDsExitWithFour() throws {

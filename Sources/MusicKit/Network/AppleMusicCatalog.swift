@@ -72,24 +72,30 @@ struct AppleMusicCatalog: Sendable {
 
     /// The remote catalog when it answers catalog requests now, nil for the embedded one.
     static func current(_ environment: MusicKitEnvironment = .current) throws -> AppleMusicCatalog? {
-        let processEnvironment = ProcessInfo.processInfo.environment
-        let value = processEnvironment[choiceVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "auto"
-        guard let choice = Choice(rawValue: value) else {
-            throw MusicCatalogError.unsupportedRequest("\(choiceVariable)=\(value): expected remote, local or auto")
-        }
-        switch choice {
-        case .local: return nil
-        case .remote: break
-        case .auto: guard isDeveloperTokenConfigured(environment) else { return nil }
-        }
+        guard try choice(environment).usesAPI else { return nil }
         return AppleMusicCatalog(environment: environment, account: MusicCatalogService.account(environment),
-                                 language: language(processEnvironment))
+                                 language: language(ProcessInfo.processInfo.environment))
     }
 
-    /// An app brought its own token provider, or the developer token settings are there.
-    static func isDeveloperTokenConfigured(_ environment: MusicKitEnvironment) -> Bool {
-        if !(MusicDataRequest.tokenProvider is DefaultMusicTokenProvider) { return true }
-        return (try? MusicDeveloperTokenSettings.current(configDirectory: environment.configDirectory).isConfigured) ?? true
+    /// Whether the API answers, and why (`MUSICKIT_CATALOG`, or whether a token is configured).
+    static func choice(_ environment: MusicKitEnvironment) throws -> (usesAPI: Bool, reason: String) {
+        let value = ProcessInfo.processInfo.environment[choiceVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "auto"
+        switch Choice(rawValue: value) {
+        case .local: return (false, "\(choiceVariable)=local")
+        case .remote: return (true, "\(choiceVariable)=remote")
+        case .auto:
+            if !(MusicDataRequest.tokenProvider is DefaultMusicTokenProvider) {
+                return (true, "the app set its own MusicDataRequest.tokenProvider")
+            }
+            // Settings that cannot be read count as configured: the request then says what is wrong.
+            if (try? MusicDeveloperTokenSettings.current(configDirectory: environment.configDirectory).isConfigured) ?? true {
+                return (true, "a developer token is configured")
+            }
+            return (false, "no developer token is configured (MUSICKIT_DEVELOPER_TOKEN, or MUSICKIT_DEVELOPER_KEY_FILE "
+                        + "with MUSICKIT_KEY_ID and MUSICKIT_TEAM_ID)")
+        case nil:
+            throw MusicCatalogError.unsupportedRequest("\(choiceVariable)=\(value): expected remote, local or auto")
+        }
     }
 
     /// `en_GB.UTF-8` → `en-GB`; nil for `C`/`POSIX` or no locale.

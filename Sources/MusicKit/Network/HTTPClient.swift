@@ -32,7 +32,15 @@ enum HTTPClient {
     static func send(_ request: URLRequest) throws -> (Data, HTTPURLResponse) {
         var request = request
         for _ in 0...5 {
-            let (data, response) = try sendOnce(request)
+            let (data, response): (Data, HTTPURLResponse)
+            do {
+                (data, response) = try sendOnce(request)
+            } catch let error as URLError where error.failingURL == nil {
+                // Which URL failed, as URLSession says.
+                var userInfo = error.userInfo
+                userInfo[NSURLErrorFailingURLErrorKey] = request.url
+                throw URLError(error.code, userInfo: userInfo)
+            }
             guard [301, 302, 303, 307, 308].contains(response.statusCode),
                   let location = response.value(forHTTPHeaderField: "Location"),
                   let base = request.url, let next = URL(string: location, relativeTo: base)?.absoluteURL else {

@@ -64,6 +64,30 @@ public enum MusicCatalogIndex {
         return try prepare(environment: environment, progress: progress)
     }
 
+    /// Which catalog answers catalog requests, and the Apple Music API's offline cache.
+    public struct SourceStatus: Sendable {
+        /// The Apple Music API answers; otherwise the embedded catalog.
+        public let usesAppleMusicAPI: Bool
+        /// Why: `MUSICKIT_CATALOG`, or whether a developer token is configured.
+        public let reason: String
+        /// Where the API is (`MUSICKIT_API_BASE_URL` changes it).
+        public let apiBaseURL: URL
+        public let cachePath: String
+        /// Answers in the offline cache, and their bytes.
+        public let cachedAnswers: Int
+        public let cachedBytes: Int
+    }
+
+    /// Which catalog answers now (`MUSICKIT_CATALOG=remote|local|auto`; auto: the Apple Music
+    /// API when a developer token is configured).
+    public static func source(environment: MusicKitEnvironment = .current) throws -> SourceStatus {
+        let (usesAPI, reason) = try AppleMusicCatalog.choice(environment)
+        let cache = try CatalogResponseCache.open(environment)
+        let (entries, bytes) = try cache.summary()
+        return SourceStatus(usesAppleMusicAPI: usesAPI, reason: reason, apiBaseURL: MusicDataRequest.baseURL,
+                            cachePath: cache.path.path, cachedAnswers: entries, cachedBytes: bytes)
+    }
+
     @TaskLocal static var storefrontOverride: String?
 
     /// Runs `operation` with catalog requests answered from `storefront` instead of the account's.

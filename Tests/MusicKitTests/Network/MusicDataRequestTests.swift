@@ -259,32 +259,11 @@ final class MusicDataRequestTests: XCTestCase {
         let body = try fixture("song-897072750-us.json")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("www/v1"), withIntermediateDirectories: true)
         try body.write(to: directory.appendingPathComponent("www/v1/song.json"))
-        let portFile = directory.appendingPathComponent("port").path
-        let script = """
-        import http.server, ssl, sys
-        class Files(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *a, **k): super().__init__(*a, directory=sys.argv[3], **k)
-            def log_message(self, *a): pass
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(sys.argv[1], sys.argv[2])
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        open(sys.argv[4] + ".tmp", "w").write(str(server.server_address[1]))
-        __import__("os").rename(sys.argv[4] + ".tmp", sys.argv[4])
-        server.serve_forever()
-        """
-        let started = spawnProcess(["/usr/bin/python3", "-c", script, directory.appendingPathComponent("cert.pem").path,
-                                    directory.appendingPathComponent("key.pem").path, directory.appendingPathComponent("www").path,
-                                    portFile], environment: ProcessInfo.processInfo.environment,
-                                   outputPath: directory.appendingPathComponent("server.log").path, newSession: false)
-        let pid = try started.get()
-        defer { kill(pid, SIGKILL); var status: Int32 = 0; waitpid(pid, &status, 0) }
-        var port = ""
-        for _ in 0..<500 where port.isEmpty {  // the server writes its port when it listens
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8)) ?? ""
-            if port.isEmpty { usleep(10_000) }
-        }
-        XCTAssertFalse(port.isEmpty, (try? String(contentsOfFile: directory.appendingPathComponent("server.log").path, encoding: .utf8)) ?? "")
+        let server = try StaticFileServer(directory: directory.appendingPathComponent("www"),
+                                          certificate: directory.appendingPathComponent("cert.pem"),
+                                          key: directory.appendingPathComponent("key.pem"))
+        defer { server.stop() }
+        let port = server.port
         let url = URL(string: "https://localhost:\(port)/v1/song.json")!
 
         do {
