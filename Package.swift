@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CSoxr; MusicKit -> CSQLite / CSystemd / COpenSSL / CPNG.
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr; MusicKit -> CSQLite / CSystemd / COpenSSL / CPNG.
 import PackageDescription
 
 let package = Package(
@@ -23,6 +23,9 @@ let package = Package(
         // that a command that plays nothing does not load them at start (0.75 ms).
         .systemLibrary(name: "CSndFile", path: "Sources/CSndFile"),
         .systemLibrary(name: "CSoxr", path: "Sources/CSoxr"),
+        // FFmpeg's headers (libavformat-dev, libavcodec-dev, libavutil-dev), for MP4 audio (AAC,
+        // ALAC). Not linked: opened when the first MP4 file is (Sources/AudioEngine/FFmpeg.swift).
+        .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg"),
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -39,7 +42,7 @@ let package = Package(
 
         .target(
             name: "AudioEngine",
-            dependencies: ["CALSA", "CSndFile", "CSoxr", "CLinux"],
+            dependencies: ["CALSA", "CSndFile", "CFFmpeg", "CSoxr", "CLinux"],
             swiftSettings: [
                 // `@_noLocks` on the render step is verified where generics are specialized:
                 // in optimized builds (`swift build -c release`). Unoptimized builds cannot see

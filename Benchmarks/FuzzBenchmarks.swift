@@ -95,17 +95,30 @@ struct FuzzBenchmarks {
         return destination.lastPathComponent
     }
 
-    /// Half a second of a stereo sweep in each format libsndfile reads here.
+    /// Half a second of a stereo sweep in each format libsndfile reads here, and in MP4 (AAC
+    /// and ALAC, made by Debian's ffmpeg) for FFmpeg's reader.
     private func makeSeeds(in directory: URL) throws -> [(String, [UInt8])] {
         let signal = Fixtures.sweepSignal(frames: 22_050)
         let formats: [(String, AudioFileWriter.Format)] = [
             ("seed.wav", .wav16), ("seed.flac", .flac16), ("seed.ogg", .oggVorbis(quality: 0.4)),
             ("seed.opus", .opus(quality: 0.5)), ("seed.mp3", .mp3(quality: 0.5))]
-        return try formats.map { name, format in
+        var seeds = try formats.map { name, format in
             let url = directory.appendingPathComponent(name)
             try Fixtures.write(url, signal, format: format, sampleRate: name == "seed.opus" ? 48_000 : 44_100)
             return (name, Array(try Data(contentsOf: url)))
         }
+        for (name, codec) in [("seed-aac.m4a", "aac"), ("seed-alac.m4a", "alac")] {
+            let url = directory.appendingPathComponent(name)
+            let ffmpeg = Process()
+            ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            ffmpeg.arguments = ["-nostdin", "-loglevel", "error", "-y", "-i", directory.appendingPathComponent("seed.wav").path,
+                                "-c:a", codec, url.path]
+            try ffmpeg.run()
+            ffmpeg.waitUntilExit()
+            guard ffmpeg.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+            seeds.append((name, Array(try Data(contentsOf: url))))
+        }
+        return seeds
     }
 
     /// One to three mutations of `original`.

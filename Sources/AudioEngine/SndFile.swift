@@ -6,118 +6,22 @@ import Glibc
 // through `LibSndFile`'s table: libsndfile.so.1 (and the eight codec libraries it loads) is opened
 // when the first file is, not at every program's start (see DynamicLibrary).
 
-/// Why an audio file could not be played, naming the file.
-public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Reason: Sendable, Equatable {
-        /// No file at that path.
-        case missing
-        /// The file exists but has no bytes.
-        case empty
-        /// The file is a valid audio file that holds no frames (a header alone).
-        case noAudio
-        /// The file could not be opened for reading (permissions, a directory, ...).
-        case unreadable(String)
-        /// The file's contents are not a format libsndfile reads here.
-        case unsupportedFormat(String)
-        /// The file claims a known format but its data is broken.
-        case corrupt(String)
-        /// Decoding stopped before the length the file declares.
-        case truncated(expectedFrames: Int, decodedFrames: Int)
-        /// The entry has no file: what gave it knew it could not play (`AudioEntry.Source.unplayable`).
-        case unplayable(String)
-    }
-
-    public let path: String
-    public let reason: Reason
-
-    public init(path: String, reason: Reason) {
-        self.path = path
-        self.reason = reason
-    }
-
-    public var description: String {
-        switch reason {
-        case .missing: "\(path): no such file"
-        case .empty: "\(path): the file is empty"
-        case .noAudio: "\(path): holds no audio (0 frames)"
-        case .unreadable(let why): "\(path): cannot be read (\(why))"
-        case .unsupportedFormat(let why): "\(path): unsupported audio format (\(why))"
-        case .corrupt(let why): "\(path): corrupt audio data (\(why))"
-        case .truncated(let expected, let decoded):
-            "\(path): truncated, decoding stopped at frame \(decoded) of \(expected)"
-        case .unplayable(let why): why
-        }
-    }
-}
-
-/// Tags and properties of an audio file, as libsndfile reports them.
-public struct AudioFileInfo: Sendable, Equatable {
-    public var sampleRate: Int
-    public var channelCount: Int
-    /// Frames the file declares (for a stream format such as MP3, an estimate).
-    public var frameCount: Int
-    /// The container, e.g. "OGG (OGG Container format)".
-    public var formatName: String
-    public var title: String?
-    public var artist: String?
-    public var album: String?
-    public var genre: String?
-    public var trackNumber: Int?
-    public var date: String?
-    public var comment: String?
-
-    public var duration: Double { sampleRate > 0 ? Double(frameCount) / Double(sampleRate) : 0 }
-}
-
-/// A file opened for decoding to interleaved 32-bit float frames.
+/// A file decoded by libsndfile (WAV, FLAC, Ogg Vorbis, Opus, MP3, AIFF, ...) to interleaved
+/// 32-bit float frames; `AudioFileDecoder` chooses it for everything that is not MP4 or AAC.
 ///
 /// Thread safety: one thread at a time. Real-time safety: none (file I/O); used on the
 /// decoder thread only.
-public final class AudioFileDecoder {
-    public let path: String
-    public let info: AudioFileInfo
+final class SndFileReader: AudioFileReader {
+    let path: String
+    let info: AudioFileInfo
     private let sndfile: LibSndFile
     private let file: OpaquePointer
     /// Frames decoded so far (the read position).
-    public private(set) var position = 0
+    private var position = 0
 
-    /// File extensions (lowercase) of the formats the engine reads: what a library scan
-    /// looks at, what a command line takes for a file, and a file with one of them that the
-    /// decoder does not recognise is called corrupt rather than unsupported.
-    public static let fileExtensions: Set<String> = ["wav", "wave", "flac", "ogg", "oga", "opus", "mp3",
-                                                     "aif", "aiff", "aifc", "au", "caf", "w64"]
-    /// Those of them that hold lossless audio.
-    public static let losslessFileExtensions: Set<String> = ["wav", "wave", "flac", "aif", "aiff", "aifc", "au", "caf", "w64"]
-
-    /// Opens what `entry` plays; an unplayable entry fails with the reason it was given.
-    public convenience init(entry: AudioEntry) throws(DecoderError) {
-        switch entry.source {
-        case .file(let path): try self.init(path: path)
-        case .unplayable(let reason): throw DecoderError(path: "", reason: .unplayable(reason))
-        }
-    }
-
-    public init(path: String) throws(DecoderError) {
+    /// Opens `path`, a readable regular file with bytes (`AudioFileDecoder` checked).
+    init(path: String) throws(DecoderError) {
         self.path = path
-        var status = stat()
-        if stat(path, &status) != 0 {
-            let code = errno
-            throw DecoderError(path: path, reason: code == ENOENT ? .missing
-                               : .unreadable(String(cString: strerror(code))))
-        }
-        if (status.st_mode & S_IFMT) == S_IFDIR {
-            throw DecoderError(path: path, reason: .unreadable("it is a directory"))
-        }
-        if (status.st_mode & S_IFMT) != S_IFREG {
-            // A pipe, a device (/dev/zero) or a socket: no length, and reading may never end.
-            throw DecoderError(path: path, reason: .unreadable("it is not a regular file but a "
-                + ((status.st_mode & S_IFMT) == S_IFIFO ? "pipe" : (status.st_mode & S_IFMT) == S_IFSOCK ? "socket" : "device")))
-        }
-        if status.st_size == 0 { throw DecoderError(path: path, reason: .empty) }
-        if access(path, R_OK) != 0 {
-            throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno))))
-        }
-
         let sndfile: LibSndFile
         switch LibSndFile.loaded {
         case .success(let library): sndfile = library
@@ -125,7 +29,7 @@ public final class AudioFileDecoder {
         }
         self.sndfile = sndfile
         var sfinfo = SF_INFO()
-        let opened = AudioFileDecoder.isMPEG(path) ? MPEGNotes.withNotesDropped { sndfile.open(path, Int32(SFM_READ), &sfinfo) }
+        let opened = SndFileReader.isMPEG(path) ? MPEGNotes.withNotesDropped { sndfile.open(path, Int32(SFM_READ), &sfinfo) }
             : sndfile.open(path, Int32(SFM_READ), &sfinfo)
         guard let handle = opened else {
             let code = sndfile.error(nil)
@@ -162,11 +66,11 @@ public final class AudioFileDecoder {
         }
         // Integer sources are scaled by 1/32768 (16-bit) etc.: exact in Float for up to 24 bits.
         _ = sndfile.command(handle, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
-        info = AudioFileDecoder.readInfo(sndfile, handle, sfinfo)
+        info = SndFileReader.readInfo(sndfile, handle, sfinfo)
         // libsndfile shortens a WAV whose data chunk is cut off to what is there, silently;
         // the header still says how long it should be.
         if sfinfo.format & Int32(SF_FORMAT_TYPEMASK) == Int32(SF_FORMAT_WAV),
-           let declared = AudioFileDecoder.declaredWAVFrameCount(path: path), declared > info.frameCount {
+           let declared = SndFileReader.declaredWAVFrameCount(path: path), declared > info.frameCount {
             declaredFrameCount = declared
         } else {
             declaredFrameCount = info.frameCount
@@ -179,7 +83,7 @@ public final class AudioFileDecoder {
     static func isMPEG(_ path: String) -> Bool {
         let fileExtension = (path as NSString).pathExtension.lowercased()
         if ["mp3", "mp2", "mpga"].contains(fileExtension) { return true }
-        if fileExtensions.contains(fileExtension) { return false }
+        if AudioFileDecoder.fileExtensions.contains(fileExtension) { return false }
         guard let handle = fopen(path, "rb") else { return false }
         defer { fclose(handle) }
         var head = [UInt8](repeating: 0, count: 3)
@@ -188,7 +92,7 @@ public final class AudioFileDecoder {
     }
 
     /// Frames the file's header promises; more than `info.frameCount` when the file was cut short.
-    public let declaredFrameCount: Int
+    let declaredFrameCount: Int
 
     /// The frame count a RIFF/WAVE header declares (data chunk size / block size), or nil.
     static func declaredWAVFrameCount(path: String) -> Int? {
@@ -239,10 +143,7 @@ public final class AudioFileDecoder {
                              comment: tag(Int32(SF_STR_COMMENT)))
     }
 
-    /// Decodes up to `frameCount` frames into `buffer` (interleaved, `info.channelCount` wide).
-    /// Returns the frames decoded; 0 at the end. Throws `.truncated` or `.corrupt` when the
-    /// data stops or breaks before the declared length.
-    public func read(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) throws(DecoderError) -> Int {
+    func read(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) throws(DecoderError) -> Int {
         let decoded = Int(sndfile.readFloatFrames(file, buffer, sf_count_t(frameCount)))
         position += decoded
         if decoded < frameCount {
@@ -261,23 +162,18 @@ public final class AudioFileDecoder {
         return decoded
     }
 
-    /// Moves the read position to `frame` (clamped to the file).
-    public func seek(toFrame frame: Int) throws(DecoderError) {
+    func seek(toFrame frame: Int) throws(DecoderError) -> Int {
         let target = max(0, min(frame, info.frameCount))
         let result = sndfile.seek(file, sf_count_t(target), SEEK_SET)
         if result < 0 {
             throw DecoderError(path: path, reason: .corrupt("cannot seek to frame \(target)"))
         }
         position = Int(result)
-    }
-
-    /// Properties and tags without keeping the file open.
-    public static func info(path: String) throws(DecoderError) -> AudioFileInfo {
-        try AudioFileDecoder(path: path).info
+        return position
     }
 
     /// The libsndfile version string, e.g. "libsndfile-1.2.0" (or why the library is missing).
-    public static var libraryVersion: String {
+    static var libraryVersion: String {
         switch LibSndFile.loaded {
         case .success(let library): String(cString: library.versionString())
         case .failure(let failure): failure.description

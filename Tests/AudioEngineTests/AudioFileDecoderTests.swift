@@ -11,18 +11,6 @@ final class AudioFileDecoderTests: XCTestCase {
         directory = try makeTemporaryDirectory(self)
     }
 
-    private func decodeAll(_ path: String) throws -> (info: AudioFileInfo, samples: [Float]) {
-        let decoder = try AudioFileDecoder(path: path)
-        var samples: [Float] = []
-        var buffer = [Float](repeating: 0, count: 4_096 * decoder.info.channelCount)
-        while true {
-            let frames = try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0.baseAddress!, frameCount: 4_096) }
-            if frames == 0 { break }
-            samples += buffer[0..<frames * decoder.info.channelCount]
-        }
-        return (decoder.info, samples)
-    }
-
     func testLosslessFormatsDecodeBitExactly() throws {
         let signal = TestSignal.sweep(frames: 10_000)
         for (name, format) in [("wav", AudioFileWriter.Format.wav16), ("flac", .flac16)] {

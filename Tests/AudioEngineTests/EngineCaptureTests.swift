@@ -13,13 +13,17 @@ final class EngineCaptureTests: XCTestCase {
         captureURL = directory.appendingPathComponent("capture.raw")
     }
 
-    /// Writes `signal` cut at `cuts` (frame offsets) into consecutive FLAC files.
-    private func album(_ signal: [Float], cuts: [Int], channels: Int = 2, prefix: String = "track") throws -> [String] {
+    /// Writes `signal` cut at `cuts` (frame offsets) into consecutive FLAC files, or ALAC in
+    /// MP4 (`.m4a`, by ffmpeg) with `alac`.
+    private func album(_ signal: [Float], cuts: [Int], channels: Int = 2, prefix: String = "track", alac: Bool = false) throws -> [String] {
         let bounds = [0] + cuts + [signal.count / channels]
         return try zip(bounds, bounds.dropFirst()).enumerated().map { index, range in
             let url = directory.appendingPathComponent("\(prefix)\(index + 1).flac")
             try writeAudioFile(url, Array(signal[range.0 * channels ..< range.1 * channels]))
-            return url.path
+            guard alac else { return url.path }
+            let m4a = url.deletingPathExtension().appendingPathExtension("m4a")
+            try encodeWithFFmpeg(url, to: m4a, codec: "alac")
+            return m4a.path
         }
     }
 
@@ -63,6 +67,15 @@ final class EngineCaptureTests: XCTestCase {
         ], "each entry starts at the frame where the previous one ended")
         XCTAssertEqual(events.last, .queueFinished)
         XCTAssertFalse(events.contains { if case .underrun = $0 { true } else { false } })
+    }
+
+    func testAnALACAlbumInMP4PlaysBackBitExactWithoutGaps() throws {
+        let signal = TestSignal.sweep(frames: 61_111)
+        let paths = try album(signal, cuts: [17_317, 40_001], alac: true)
+        let (capture, events, _) = try play(paths)
+        assertCapture(capture, equals: TestSignal.int16(signal))
+        XCTAssertEqual(events.filter { if case .entryStarted = $0 { true } else { false } }.count, 3)
+        XCTAssertFalse(events.contains { if case .entryFailed = $0 { true } else { false } }, "\(events)")
     }
 
     /// With a crossfade, the end of one entry and the start of the next overlap: the old fades

@@ -52,6 +52,26 @@ public enum TestSignal {
     }
 }
 
+/// Decodes the whole file at `path`: its properties and its samples (interleaved).
+public func decodeAll(_ path: String) throws -> (info: AudioFileInfo, samples: [Float]) {
+    let decoder = try AudioFileDecoder(path: path)
+    return (decoder.info, try decodeRest(decoder))
+}
+
+/// What `decoder` decodes from its position to the end (or `frameLimit` frames).
+public func decodeRest(_ decoder: AudioFileDecoder, frameLimit: Int = .max) throws -> [Float] {
+    var samples: [Float] = []
+    var buffer = [Float](repeating: 0, count: 4_096 * decoder.info.channelCount)
+    var remaining = frameLimit
+    while remaining > 0 {
+        let frames = try buffer.withUnsafeMutableBufferPointer { try decoder.read(into: $0.baseAddress!, frameCount: min(4_096, remaining)) }
+        if frames == 0 { break }
+        samples += buffer[0..<frames * decoder.info.channelCount]
+        remaining -= frames
+    }
+    return samples
+}
+
 /// Writes `samples` (interleaved) to `url` in `format`.
 public func writeAudioFile(_ url: URL, _ samples: [Float], sampleRate: Int = 44_100, channels: Int = 2,
                     format: AudioFileWriter.Format = .flac16, tags: AudioFileWriter.Tags = .init()) throws {

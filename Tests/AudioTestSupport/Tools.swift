@@ -58,7 +58,7 @@ public final class StaticFileServer {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         let log = portFile.deletingPathExtension().appendingPathExtension("log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
         var written = ""
@@ -83,4 +83,16 @@ public final class StaticFileServer {
     }
 
     deinit { stop() }
+}
+
+/// Encodes the audio file `source` into `destination` (an MP4 file: `.m4a`) with Debian's
+/// `ffmpeg`, audio codec `codec` ("alac", "aac"); `arguments` go before the output (metadata,
+/// `-use_editlist 0`, a second input for cover art...).
+public func encodeWithFFmpeg(_ source: URL, to destination: URL, codec: String, inputs: [String] = [],
+                             arguments: [String] = []) throws {
+    let result = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", source.path] + inputs
+                             + ["-c:a", codec] + arguments + [destination.path], environment: [:])
+    guard result.code == 0 else {
+        throw NSError(domain: "ffmpeg", code: Int(result.code), userInfo: [NSLocalizedDescriptionKey: "ffmpeg failed: \(result.out)"])
+    }
 }

@@ -123,11 +123,15 @@ final class PlaybackServices: Sendable {
         return .file(path: url.path)
     }
 
-    /// The audio variant a file gives: lossless for FLAC, WAV and AIFF, lossy stereo otherwise.
+    /// The audio variant a file gives: lossless for FLAC, WAV, AIFF and ALAC, lossy stereo
+    /// otherwise (an MP4 file is opened to tell ALAC from AAC).
     static func audioVariant(of source: AudioEntry.Source) -> AudioVariant? {
         guard case .file(let path) = source else { return nil }
-        return AudioFileDecoder.losslessFileExtensions.contains((path as NSString).pathExtension.lowercased())
-            ? .lossless : .lossyStereo
+        let fileExtension = (path as NSString).pathExtension.lowercased()
+        if ["m4a", "m4b", "mp4"].contains(fileExtension) {
+            return (try? AudioFileDecoder.info(path: path))?.formatName.contains("ALAC") == true ? .lossless : .lossyStereo
+        }
+        return AudioFileDecoder.losslessFileExtensions.contains(fileExtension) ? .lossless : .lossyStereo
     }
 
     // MARK: - History

@@ -1,0 +1,177 @@
+import Foundation
+import Glibc
+
+// What the engine decodes audio files with: one reader per file, chosen by what the file's
+// first bytes are (not its name): FFmpeg (FFmpeg.swift) for MP4 audio and raw AAC, libsndfile
+// (SndFile.swift) for everything else.
+
+/// Why an audio file could not be played, naming the file.
+public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// No file at that path.
+        case missing
+        /// The file exists but has no bytes.
+        case empty
+        /// The file is a valid audio file that holds no frames (a header alone).
+        case noAudio
+        /// The file could not be opened for reading (permissions, a directory, ...).
+        case unreadable(String)
+        /// The file's contents are not a format read here (libsndfile's or FFmpeg's MP4/AAC).
+        case unsupportedFormat(String)
+        /// The file claims a known format but its data is broken.
+        case corrupt(String)
+        /// Decoding stopped before the length the file declares.
+        case truncated(expectedFrames: Int, decodedFrames: Int)
+        /// The entry has no file: what gave it knew it could not play (`AudioEntry.Source.unplayable`).
+        case unplayable(String)
+    }
+
+    public let path: String
+    public let reason: Reason
+
+    public init(path: String, reason: Reason) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String {
+        switch reason {
+        case .missing: "\(path): no such file"
+        case .empty: "\(path): the file is empty"
+        case .noAudio: "\(path): holds no audio (0 frames)"
+        case .unreadable(let why): "\(path): cannot be read (\(why))"
+        case .unsupportedFormat(let why): "\(path): unsupported audio format (\(why))"
+        case .corrupt(let why): "\(path): corrupt audio data (\(why))"
+        case .truncated(let expected, let decoded):
+            "\(path): truncated, decoding stopped at frame \(decoded) of \(expected)"
+        case .unplayable(let why): why
+        }
+    }
+}
+
+/// Tags and properties of an audio file, as its decoder (libsndfile, FFmpeg) reports them.
+public struct AudioFileInfo: Sendable, Equatable {
+    public var sampleRate: Int
+    public var channelCount: Int
+    /// Frames the file declares (for a stream format such as MP3, an estimate).
+    public var frameCount: Int
+    /// The container, e.g. "OGG (OGG Container format)", or for MP4 the codec: "MPEG-4 (ALAC)".
+    public var formatName: String
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    public var genre: String?
+    public var trackNumber: Int?
+    public var date: String?
+    public var comment: String?
+
+    public var duration: Double { sampleRate > 0 ? Double(frameCount) / Double(sampleRate) : 0 }
+}
+
+/// How `AudioFileDecoder` reads one kind of file: a decoder library's reader.
+protocol AudioFileReader: AnyObject {
+    var info: AudioFileInfo { get }
+    /// Frames the file's header promises (more than `info.frameCount` when it was cut short).
+    var declaredFrameCount: Int { get }
+    /// Decodes up to `frameCount` frames into `buffer`; 0 at the end.
+    func read(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) throws(DecoderError) -> Int
+    /// Moves to `frame` (clamped to the file); returns the new position.
+    func seek(toFrame frame: Int) throws(DecoderError) -> Int
+}
+
+/// A file opened for decoding to interleaved 32-bit float frames, by the decoder its first
+/// bytes call for: FFmpeg for MP4 (`ftyp`: `.m4a` AAC and ALAC from iTunes and Apple Music) and
+/// ADTS AAC, libsndfile for WAV, FLAC, Ogg Vorbis, Opus, MP3, AIFF and the rest.
+///
+/// Thread safety: one thread at a time. Real-time safety: none (file I/O); used on the
+/// decoder thread only.
+public final class AudioFileDecoder {
+    public let path: String
+    public let info: AudioFileInfo
+    /// Frames the file's header promises; more than `info.frameCount` when the file was cut short.
+    public let declaredFrameCount: Int
+    /// Frames decoded so far (the read position).
+    public private(set) var position = 0
+    private let reader: any AudioFileReader
+
+    /// File extensions (lowercase) of the formats the engine reads: what a library scan
+    /// looks at, what a command line takes for a file, and a file with one of them that the
+    /// decoder does not recognise is called corrupt rather than unsupported.
+    public static let fileExtensions: Set<String> = ["wav", "wave", "flac", "ogg", "oga", "opus", "mp3",
+                                                     "aif", "aiff", "aifc", "au", "caf", "w64",
+                                                     "m4a", "m4b", "mp4", "aac"]
+    /// Those of them that hold lossless audio (an `.m4a` may hold ALAC or AAC: see
+    /// `AudioFileInfo.formatName`).
+    public static let losslessFileExtensions: Set<String> = ["wav", "wave", "flac", "aif", "aiff", "aifc", "au", "caf", "w64"]
+
+    /// Opens what `entry` plays; an unplayable entry fails with the reason it was given.
+    public convenience init(entry: AudioEntry) throws(DecoderError) {
+        switch entry.source {
+        case .file(let path): try self.init(path: path)
+        case .unplayable(let reason): throw DecoderError(path: "", reason: .unplayable(reason))
+        }
+    }
+
+    public init(path: String) throws(DecoderError) {
+        self.path = path
+        var status = stat()
+        if stat(path, &status) != 0 {
+            let code = errno
+            throw DecoderError(path: path, reason: code == ENOENT ? .missing
+                               : .unreadable(String(cString: strerror(code))))
+        }
+        if (status.st_mode & S_IFMT) == S_IFDIR {
+            throw DecoderError(path: path, reason: .unreadable("it is a directory"))
+        }
+        if (status.st_mode & S_IFMT) != S_IFREG {
+            // A pipe, a device (/dev/zero) or a socket: no length, and reading may never end.
+            throw DecoderError(path: path, reason: .unreadable("it is not a regular file but a "
+                + ((status.st_mode & S_IFMT) == S_IFIFO ? "pipe" : (status.st_mode & S_IFMT) == S_IFSOCK ? "socket" : "device")))
+        }
+        if status.st_size == 0 { throw DecoderError(path: path, reason: .empty) }
+        if access(path, R_OK) != 0 {
+            throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno))))
+        }
+        reader = FFmpegReader.recognizes(AudioFileDecoder.head(of: path)) ? try FFmpegReader(path: path) : try SndFileReader(path: path)
+        info = reader.info
+        declaredFrameCount = reader.declaredFrameCount
+    }
+
+    /// The first bytes of a file (up to 12), for choosing its reader.
+    private static func head(of path: String) -> [UInt8] {
+        guard let handle = fopen(path, "rb") else { return [] }
+        defer { fclose(handle) }
+        var head = [UInt8](repeating: 0, count: 12)
+        head.removeLast(12 - fread(&head, 1, head.count, handle))
+        return head
+    }
+
+    /// Decodes up to `frameCount` frames into `buffer` (interleaved, `info.channelCount` wide).
+    /// Returns the frames decoded; 0 at the end. Throws `.truncated` or `.corrupt` when the
+    /// data stops or breaks before the declared length.
+    public func read(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) throws(DecoderError) -> Int {
+        let decoded = try reader.read(into: buffer, frameCount: frameCount)
+        position += decoded
+        return decoded
+    }
+
+    /// Moves the read position to `frame` (clamped to the file), exactly.
+    public func seek(toFrame frame: Int) throws(DecoderError) {
+        position = try reader.seek(toFrame: frame)
+    }
+
+    /// The cover art stored in the file (JPEG or PNG bytes), when its format carries one
+    /// (MP4's `covr`).
+    public var coverArt: Data? { (reader as? FFmpegReader)?.coverArt }
+
+    /// Properties and tags without keeping the file open.
+    public static func info(path: String) throws(DecoderError) -> AudioFileInfo {
+        try AudioFileDecoder(path: path).info
+    }
+
+    /// The decoder libraries' versions, e.g. "libsndfile-1.2.0, libavformat 59.27.100" (or why
+    /// one is missing).
+    public static var libraryVersion: String {
+        "\(SndFileReader.libraryVersion), \(FFmpegReader.libraryVersion)"
+    }
+}

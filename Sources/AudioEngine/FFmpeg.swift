@@ -1,0 +1,457 @@
+import CFFmpeg
+import Foundation
+import Glibc
+
+// The one wrapper around FFmpeg (CFFmpeg: libavformat, libavcodec, libavutil). Every av*_ call of
+// the project goes through this file, through `LibAV`'s table: the libraries (and the dozens they
+// load) are opened when the first MP4 file is, not at every program's start (see DynamicLibrary).
+//
+// FFmpeg reads what libsndfile does not: MP4 audio (`.m4a`, `.m4b`, `.mp4`: AAC and ALAC, as
+// iTunes, Apple Music and most rippers write it) and raw AAC (ADTS). Gapless: the encoder's
+// priming is dropped (the MP4 edit list, which FFmpeg applies, or else iTunes' `iTunSMPB` tag)
+// and the padding after the last real frame is cut (`iTunSMPB`'s sample count, else the
+// edit list's duration), so an album's tracks join sample-accurately. An edit list's duration
+// is only as exact as the movie's timescale: FFmpeg's muxer writes milliseconds unless told
+// `-movie_timescale <rate>`, which can leave up to 43 frames of a 44.1 kHz track out.
+
+/// An MP4 or ADTS file decoded by FFmpeg to interleaved 32-bit float frames.
+///
+/// Thread safety: one thread at a time. Real-time safety: none (file I/O, allocation); used on
+/// the decoder thread only.
+final class FFmpegReader: AudioFileReader {
+    let path: String
+    let info: AudioFileInfo
+    /// Frames the container declares; decoding that stops well before it is a truncated file.
+    var declaredFrameCount: Int { info.frameCount }
+    /// The cover art stored in the file (JPEG or PNG bytes), if any.
+    let coverArt: Data?
+
+    private let av: LibAV
+    private let handles: Handles
+    private var packet: UnsafeMutablePointer<AVPacket> { handles.packet! }
+    private var frame: UnsafeMutablePointer<AVFrame> { handles.frame! }
+    private let streamIndex: Int32
+    private let timeBase: AVRational
+    private let sampleRate: Int
+    private let channelCount: Int
+    /// Encoder priming dropped here (from `iTunSMPB`) rather than by FFmpeg (edit list).
+    private let manualPriming: Int
+    /// A packet read while opening (to learn whether FFmpeg applies an edit list), sent first.
+    private var heldPacket = false
+
+    /// Decoded interleaved samples not yet handed out, from `pendingStart`.
+    private var pending: [Float] = []
+    private var pendingStart = 0
+    /// Frames to drop from the start of what is decoded next (priming without an edit list).
+    private var framesToDrop = 0
+    /// After a seek: the first frame wanted; decoded frames before it are dropped (by their pts).
+    private var seekTarget: Int?
+    /// Frames handed out so far (the read position).
+    private var delivered = 0
+    private var inputEnded = false
+    private var decoderDrained = false
+
+    /// Decoding stopping this many frames before the declared length is not called truncation
+    /// (one AAC frame plus the decoder's delay).
+    private static let lengthSlack = 2_048
+    /// Decoded before a seek's target so that the AAC decoder's overlap is complete there.
+    private static let seekPreroll = 4_096
+
+    /// Whether the file's first bytes are an ISO media file (`ftyp` box: MP4, M4A, M4B, 3GP,
+    /// MOV) or an ADTS (raw AAC) frame: what this reader is for.
+    static func recognizes(_ head: [UInt8]) -> Bool {
+        if head.count >= 8, head[4...7] == [0x66, 0x74, 0x79, 0x70] { return true }  // "ftyp"
+        // ADTS: a 12-bit sync and layer 00 (MPEG audio has layer 01-11 there).
+        return head.count >= 2 && head[0] == 0xFF && head[1] & 0xF6 == 0xF0
+    }
+
+    init(path: String) throws(DecoderError) {
+        self.path = path
+        switch LibAV.loaded {
+        case .success(let library): av = library
+        case .failure(let failure): throw DecoderError(path: path, reason: .unsupportedFormat(failure.description))
+        }
+        // Freed by its deinit, also when opening fails half-way.
+        let handles = Handles(av)
+        self.handles = handles
+        var result = av.openInput(&handles.format, path, nil, nil)
+        guard result >= 0, let format = handles.format else {
+            throw DecoderError(path: path, reason: .corrupt("not a readable MP4 or AAC file: \(av.message(result))"))
+        }
+        result = av.findStreamInfo(format, nil)
+        guard result >= 0 else { throw DecoderError(path: path, reason: .corrupt(av.message(result))) }
+        var decoderCodec: UnsafePointer<AVCodec>?
+        result = av.findBestStream(format, AVMEDIA_TYPE_AUDIO, -1, -1, &decoderCodec, 0)
+        guard result >= 0, let decoderCodec else {
+            throw DecoderError(path: path, reason: result == LibAV.streamNotFound ? .noAudio
+                               : .unsupportedFormat("no decoder for its audio: \(av.message(result))"))
+        }
+        streamIndex = result
+        let stream = format.pointee.streams[Int(result)]!
+        handles.codec = av.allocCodecContext(decoderCodec)
+        handles.packet = av.packetAlloc()
+        handles.frame = av.frameAlloc()
+        guard let context = handles.codec, handles.packet != nil, handles.frame != nil else {
+            throw DecoderError(path: path, reason: .unreadable("out of memory"))
+        }
+        result = av.parametersToContext(context, stream.pointee.codecpar)
+        if result >= 0 { result = av.openCodec(context, decoderCodec, nil) }
+        guard result >= 0 else {
+            throw DecoderError(path: path, reason: .unsupportedFormat("\(String(cString: decoderCodec.pointee.name)): \(av.message(result))"))
+        }
+        sampleRate = Int(context.pointee.sample_rate)
+        channelCount = Int(context.pointee.ch_layout.nb_channels)
+        guard sampleRate > 0, channelCount > 0 else {
+            throw DecoderError(path: path, reason: .corrupt("declares \(channelCount) channels at \(sampleRate) Hz"))
+        }
+        timeBase = stream.pointee.time_base
+
+        // The first packet says whether FFmpeg trims the priming (an edit list: "skip samples").
+        var appliesEditList = false
+        while av.readFrame(format, handles.packet) >= 0 {
+            if handles.packet!.pointee.stream_index == streamIndex {
+                var size = 0
+                appliesEditList = av.packetSideData(handles.packet, AV_PKT_DATA_SKIP_SAMPLES, &size) != nil
+                heldPacket = true
+                break
+            }
+            av.packetUnref(handles.packet)
+        }
+        guard heldPacket else { throw DecoderError(path: path, reason: .noAudio) }
+
+        let tags = LibAV.Tags(av, format.pointee.metadata, stream.pointee.metadata)
+        // iTunes' gapless tag: " 00000000 PRIMING PADDING SAMPLECOUNT …" in hexadecimal.
+        let gapless = tags["iTunSMPB"].map { $0.split(separator: " ").compactMap { Int($0, radix: 16) } } ?? []
+        let frameCount: Int
+        if gapless.count >= 4, gapless[3] > 0 {
+            // The tag's length is exact; an edit list's is in the movie's timescale (often
+            // milliseconds). Its priming is dropped here unless FFmpeg drops it already.
+            manualPriming = appliesEditList ? 0 : gapless[1]
+            frameCount = gapless[3]
+        } else {
+            manualPriming = 0
+            let duration = stream.pointee.duration
+            if duration != LibAV.noTimestamp, duration > 0 {
+                frameCount = LibAV.frames(duration, timeBase, sampleRate)
+            } else if format.pointee.duration != LibAV.noTimestamp, format.pointee.duration > 0 {
+                frameCount = Int(format.pointee.duration) * sampleRate / Int(AV_TIME_BASE)
+            } else {
+                frameCount = Int.max
+            }
+        }
+        guard frameCount > 0 else { throw DecoderError(path: path, reason: .noAudio) }
+        framesToDrop = manualPriming
+
+        let container = format.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "mp4"
+        let codecName = String(cString: decoderCodec.pointee.name).uppercased()
+        info = AudioFileInfo(sampleRate: sampleRate, channelCount: channelCount, frameCount: frameCount,
+                             formatName: container.hasPrefix("mov") ? "MPEG-4 (\(codecName))" : "\(container.uppercased()) (\(codecName))",
+                             title: tags["title"], artist: tags["artist"], album: tags["album"], genre: tags["genre"],
+                             trackNumber: tags["track"].flatMap { Int($0.split(separator: "/").first ?? "") },
+                             date: tags["date"], comment: tags["comment"])
+        coverArt = LibAV.coverArt(format)
+    }
+
+    func read(into buffer: UnsafeMutablePointer<Float>, frameCount: Int) throws(DecoderError) -> Int {
+        var written = 0
+        while written < frameCount && delivered < info.frameCount {
+            let available = (pending.count - pendingStart) / channelCount
+            if available == 0 {
+                guard try decodeMore() else { break }
+                continue
+            }
+            let count = min(available, frameCount - written, info.frameCount - delivered)
+            pending.withUnsafeBufferPointer { samples in
+                (buffer + written * channelCount).update(from: samples.baseAddress! + pendingStart, count: count * channelCount)
+            }
+            pendingStart += count * channelCount
+            written += count
+            delivered += count
+        }
+        if written == 0, delivered + FFmpegReader.lengthSlack < info.frameCount, info.frameCount != Int.max {
+            throw DecoderError(path: path, reason: .truncated(expectedFrames: info.frameCount, decodedFrames: delivered))
+        }
+        return written
+    }
+
+    /// Moves to `frame` exactly: FFmpeg seeks to a packet before it (less the pre-roll), and
+    /// what is decoded before `frame` is dropped. Returns the new position.
+    func seek(toFrame target: Int) throws(DecoderError) -> Int {
+        let frame = max(0, min(target, info.frameCount == Int.max ? target : info.frameCount))
+        let from = max(0, frame + manualPriming - FFmpegReader.seekPreroll)
+        let timestamp = Int64(from) * Int64(timeBase.den) / (Int64(timeBase.num) * Int64(sampleRate))
+        if heldPacket {
+            av.packetUnref(packet)
+            heldPacket = false
+        }
+        let result = av.seekFrame(handles.format, streamIndex, timestamp, LibAV.seekBackward)
+        guard result >= 0 else { throw DecoderError(path: path, reason: .corrupt("cannot seek to frame \(frame): \(av.message(result))")) }
+        av.flushBuffers(handles.codec)
+        pending.removeAll(keepingCapacity: true)
+        pendingStart = 0
+        framesToDrop = 0
+        seekTarget = frame
+        inputEnded = false
+        decoderDrained = false
+        delivered = frame
+        return frame
+    }
+
+    /// Decodes the next frame into `pending`; false at the end of the stream.
+    private func decodeMore() throws(DecoderError) -> Bool {
+        while !decoderDrained {
+            let received = av.receiveFrame(handles.codec, frame)
+            if received == 0 {
+                defer { av.frameUnref(frame) }
+                if append(frame) { return true }
+                continue
+            }
+            if received == LibAV.endOfFile {
+                decoderDrained = true
+                break
+            }
+            guard received == LibAV.tryAgain else {
+                throw DecoderError(path: path, reason: .corrupt("frame \(delivered): \(av.message(received))"))
+            }
+            try sendNextPacket()
+        }
+        return false
+    }
+
+    /// Sends the decoder the next packet of the stream, or the end of the input.
+    private func sendNextPacket() throws(DecoderError) {
+        if inputEnded { return }
+        if !heldPacket {
+            while true {
+                let result = av.readFrame(handles.format, packet)
+                if result == LibAV.endOfFile {
+                    inputEnded = true
+                    _ = av.sendPacket(handles.codec, nil)
+                    return
+                }
+                guard result >= 0 else {
+                    throw DecoderError(path: path, reason: .corrupt("frame \(delivered): \(av.message(result))"))
+                }
+                if packet.pointee.stream_index == streamIndex { break }
+                av.packetUnref(packet)
+            }
+        }
+        heldPacket = false
+        let sent = av.sendPacket(handles.codec, packet)
+        av.packetUnref(packet)
+        if sent < 0 && sent != LibAV.tryAgain && sent != LibAV.invalidData {
+            throw DecoderError(path: path, reason: .corrupt("frame \(delivered): \(av.message(sent))"))
+        }
+        // Invalid data in one packet: the decoder skips it, as players do (the length check
+        // at the end still reports a file that breaks off).
+    }
+
+    /// Appends a decoded frame's samples as interleaved floats, less what is to be dropped
+    /// (priming, or what precedes a seek's target); false when nothing of it was kept.
+    private func append(_ frame: UnsafeMutablePointer<AVFrame>) -> Bool {
+        let count = Int(frame.pointee.nb_samples)
+        var skip = 0
+        if framesToDrop > 0 {
+            skip = min(framesToDrop, count)
+            framesToDrop -= skip
+        }
+        if let target = seekTarget {
+            let timestamp = frame.pointee.best_effort_timestamp != LibAV.noTimestamp ? frame.pointee.best_effort_timestamp : frame.pointee.pts
+            guard timestamp != LibAV.noTimestamp else {
+                seekTarget = nil  // no position to go by: keep what comes
+                return appendSamples(frame, from: 0, count: count)
+            }
+            let start = LibAV.frames(timestamp, timeBase, sampleRate) - manualPriming
+            if start + count <= target { return false }
+            skip = max(0, target - start)
+            seekTarget = nil
+        }
+        guard skip < count else { return false }
+        return appendSamples(frame, from: skip, count: count)
+    }
+
+    private func appendSamples(_ frame: UnsafeMutablePointer<AVFrame>, from first: Int, count: Int) -> Bool {
+        guard count > first, let planes = frame.pointee.extended_data else { return false }
+        if pendingStart == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingStart = 0
+        }
+        let base = pending.count
+        pending.append(contentsOf: repeatElement(0, count: (count - first) * channelCount))
+        let channels = min(channelCount, Int(frame.pointee.ch_layout.nb_channels))
+        let outputChannels = channelCount
+        pending.withUnsafeMutableBufferPointer { output in
+            let out = output.baseAddress! + base
+            /// Copies every channel's samples `first..<count`, read as `T` and made a float by `float`.
+            func convert<T>(_: T.Type, planar: Bool, _ float: (T) -> Float) {
+                for channel in 0..<channels {
+                    let plane = UnsafeRawPointer(planes[planar ? channel : 0]!).assumingMemoryBound(to: T.self)
+                    for index in first..<count {
+                        out[(index - first) * outputChannels + channel] = float(plane[planar ? index : index * channels + channel])
+                    }
+                }
+            }
+            // Integers scaled as libsndfile does: 1/32768 for 16 bits, 1/2³¹ for 32 (exact for
+            // up to 24 significant bits, as ALAC's 24-bit audio).
+            switch AVSampleFormat(rawValue: frame.pointee.format) {
+            case AV_SAMPLE_FMT_FLTP: convert(Float.self, planar: true) { $0 }
+            case AV_SAMPLE_FMT_FLT: convert(Float.self, planar: false) { $0 }
+            case AV_SAMPLE_FMT_S16P: convert(Int16.self, planar: true) { Float($0) / 32_768 }
+            case AV_SAMPLE_FMT_S16: convert(Int16.self, planar: false) { Float($0) / 32_768 }
+            case AV_SAMPLE_FMT_S32P: convert(Int32.self, planar: true) { Float($0) / 2_147_483_648 }
+            case AV_SAMPLE_FMT_S32: convert(Int32.self, planar: false) { Float($0) / 2_147_483_648 }
+            case AV_SAMPLE_FMT_DBLP: convert(Double.self, planar: true) { Float($0) }
+            case AV_SAMPLE_FMT_DBL: convert(Double.self, planar: false) { Float($0) }
+            case AV_SAMPLE_FMT_U8P: convert(UInt8.self, planar: true) { (Float($0) - 128) / 128 }
+            case AV_SAMPLE_FMT_U8: convert(UInt8.self, planar: false) { (Float($0) - 128) / 128 }
+            default: break  // no decoder of MP4 audio gives another format; silence rather than noise
+            }
+        }
+        return true
+    }
+
+    /// The libavformat version ("libavformat 59.27.100"), or why FFmpeg is missing.
+    static var libraryVersion: String {
+        switch LibAV.loaded {
+        case .success(let library):
+            let version = library.formatVersion()
+            return "libavformat \(version >> 16).\((version >> 8) & 0xFF).\(version & 0xFF)"
+        case .failure(let failure): return failure.description
+        }
+    }
+}
+
+/// What one open file holds in FFmpeg, freed together.
+private final class Handles {
+    let av: LibAV
+    var format: UnsafeMutablePointer<AVFormatContext>?
+    var codec: UnsafeMutablePointer<AVCodecContext>?
+    var packet: UnsafeMutablePointer<AVPacket>?
+    var frame: UnsafeMutablePointer<AVFrame>?
+
+    init(_ av: LibAV) { self.av = av }
+
+    deinit {
+        if packet != nil { av.packetFree(&packet) }
+        if frame != nil { av.frameFree(&frame) }
+        if codec != nil { av.freeCodecContext(&codec) }
+        if format != nil { av.closeInput(&format) }
+    }
+}
+
+/// The FFmpeg functions this file calls, from libavformat, libavcodec and libavutil opened at
+/// first use, and the constants that are macros in FFmpeg's headers.
+private struct LibAV: @unchecked Sendable {
+    // @unchecked: C function pointers, callable from any thread.
+    typealias Format = UnsafeMutablePointer<AVFormatContext>
+    typealias Codec = UnsafeMutablePointer<AVCodecContext>
+    typealias Packet = UnsafeMutablePointer<AVPacket>
+    typealias Frame = UnsafeMutablePointer<AVFrame>
+
+    let openInput: @convention(c) (UnsafeMutablePointer<Format?>?, UnsafePointer<CChar>?, UnsafePointer<AVInputFormat>?,
+                                   UnsafeMutablePointer<OpaquePointer?>?) -> Int32
+    let findStreamInfo: @convention(c) (Format?, UnsafeMutablePointer<OpaquePointer?>?) -> Int32
+    let findBestStream: @convention(c) (Format?, AVMediaType, Int32, Int32, UnsafeMutablePointer<UnsafePointer<AVCodec>?>?, Int32) -> Int32
+    let readFrame: @convention(c) (Format?, Packet?) -> Int32
+    let seekFrame: @convention(c) (Format?, Int32, Int64, Int32) -> Int32
+    let closeInput: @convention(c) (UnsafeMutablePointer<Format?>?) -> Void
+    let formatVersion: @convention(c) () -> UInt32
+
+    let allocCodecContext: @convention(c) (UnsafePointer<AVCodec>?) -> Codec?
+    let parametersToContext: @convention(c) (Codec?, UnsafePointer<AVCodecParameters>?) -> Int32
+    let openCodec: @convention(c) (Codec?, UnsafePointer<AVCodec>?, UnsafeMutablePointer<OpaquePointer?>?) -> Int32
+    let sendPacket: @convention(c) (Codec?, UnsafePointer<AVPacket>?) -> Int32
+    let receiveFrame: @convention(c) (Codec?, Frame?) -> Int32
+    let flushBuffers: @convention(c) (Codec?) -> Void
+    let freeCodecContext: @convention(c) (UnsafeMutablePointer<Codec?>?) -> Void
+    let packetAlloc: @convention(c) () -> Packet?
+    let packetFree: @convention(c) (UnsafeMutablePointer<Packet?>?) -> Void
+    let packetUnref: @convention(c) (Packet?) -> Void
+    let packetSideData: @convention(c) (UnsafePointer<AVPacket>?, AVPacketSideDataType, UnsafeMutablePointer<Int>?) -> UnsafeMutablePointer<UInt8>?
+
+    let frameAlloc: @convention(c) () -> Frame?
+    let frameFree: @convention(c) (UnsafeMutablePointer<Frame?>?) -> Void
+    let frameUnref: @convention(c) (Frame?) -> Void
+    let dictionaryGet: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<AVDictionaryEntry>?, Int32)
+        -> UnsafeMutablePointer<AVDictionaryEntry>?
+    let errorText: @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
+    let setLogLevel: @convention(c) (Int32) -> Void
+
+    // Macros in FFmpeg's headers.
+    static let endOfFile: Int32 = -0x2046_4F45        // AVERROR_EOF: -MKTAG('E','O','F',' ')
+    static let invalidData: Int32 = -0x4144_4E49      // AVERROR_INVALIDDATA: -MKTAG('I','N','D','A')
+    static let streamNotFound: Int32 = -0x4D41_45F8   // AVERROR_STREAM_NOT_FOUND: -MKTAG(0xF8,'S','T','R')
+    static let tryAgain = -EAGAIN                      // AVERROR(EAGAIN)
+    static let noTimestamp = Int64.min                 // AV_NOPTS_VALUE
+    static let seekBackward: Int32 = 1                 // AVSEEK_FLAG_BACKWARD
+    static let attachedPicture: Int32 = 1 << 10        // AV_DISPOSITION_ATTACHED_PIC
+    static let quiet: Int32 = -8                       // AV_LOG_QUIET
+
+    static let loaded: Result<LibAV, DynamicLibrary.Failure> =
+        DynamicLibrary.table("libavutil.so.57") { util throws(DynamicLibrary.Failure) in
+            try DynamicLibrary.table("libavcodec.so.59") { codec throws(DynamicLibrary.Failure) in
+                try DynamicLibrary.table("libavformat.so.59") { format throws(DynamicLibrary.Failure) in
+                    let library = LibAV(
+                        openInput: try format("avformat_open_input"), findStreamInfo: try format("avformat_find_stream_info"),
+                        findBestStream: try format("av_find_best_stream"), readFrame: try format("av_read_frame"),
+                        seekFrame: try format("av_seek_frame"), closeInput: try format("avformat_close_input"),
+                        formatVersion: try format("avformat_version"),
+                        allocCodecContext: try codec("avcodec_alloc_context3"),
+                        parametersToContext: try codec("avcodec_parameters_to_context"), openCodec: try codec("avcodec_open2"),
+                        sendPacket: try codec("avcodec_send_packet"), receiveFrame: try codec("avcodec_receive_frame"),
+                        flushBuffers: try codec("avcodec_flush_buffers"), freeCodecContext: try codec("avcodec_free_context"),
+                        packetAlloc: try codec("av_packet_alloc"), packetFree: try codec("av_packet_free"),
+                        packetUnref: try codec("av_packet_unref"), packetSideData: try codec("av_packet_get_side_data"),
+                        frameAlloc: try util("av_frame_alloc"), frameFree: try util("av_frame_free"),
+                        frameUnref: try util("av_frame_unref"), dictionaryGet: try util("av_dict_get"),
+                        errorText: try util("av_strerror"), setLogLevel: try util("av_log_set_level"))
+                    // Every failure is reported as a DecoderError; FFmpeg's own log lines would
+                    // land under whatever the program prints.
+                    library.setLogLevel(quiet)
+                    return library
+                }.get()
+            }.get()
+        }
+
+    func message(_ code: Int32) -> String {
+        var text = [CChar](repeating: 0, count: 128)
+        guard errorText(code, &text, text.count) == 0 else { return "FFmpeg error \(code)" }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `timestamp` in `timeBase` as frames at `sampleRate`.
+    static func frames(_ timestamp: Int64, _ timeBase: AVRational, _ sampleRate: Int) -> Int {
+        Int(timestamp * Int64(timeBase.num) * Int64(sampleRate) / Int64(timeBase.den))
+    }
+
+    /// Tags of the stream over those of the container, by case-insensitive name, trimmed;
+    /// empty ones left out.
+    struct Tags {
+        private var values: [String: String] = [:]
+
+        init(_ av: LibAV, _ dictionaries: OpaquePointer?...) {
+            for dictionary in dictionaries {
+                var entry: UnsafeMutablePointer<AVDictionaryEntry>?
+                while let next = av.dictionaryGet(dictionary, "", entry, Int32(AV_DICT_IGNORE_SUFFIX)) {
+                    entry = next
+                    guard let key = next.pointee.key, let value = next.pointee.value else { continue }
+                    let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
+                    if !text.isEmpty { values[String(cString: key).lowercased()] = text }
+                }
+            }
+        }
+
+        subscript(name: String) -> String? { values[name.lowercased()] }
+    }
+
+    /// The bytes of the stream FFmpeg marks as the file's attached picture (its cover).
+    static func coverArt(_ format: Format) -> Data? {
+        for index in 0..<Int(format.pointee.nb_streams) {
+            guard let stream = format.pointee.streams[index], stream.pointee.disposition & attachedPicture != 0,
+                  let data = stream.pointee.attached_pic.data, stream.pointee.attached_pic.size > 0 else { continue }
+            return Data(bytes: data, count: Int(stream.pointee.attached_pic.size))
+        }
+        return nil
+    }
+
+}
