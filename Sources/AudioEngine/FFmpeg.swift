@@ -2,8 +2,8 @@ import CFFmpeg
 import Foundation
 import Glibc
 
-// The one wrapper around FFmpeg (CFFmpeg: libavformat, libavcodec, libavutil). Every av*_ call of
-// the project goes through this file, through `LibAV`'s table: the libraries (and the dozens they
+// The one wrapper around FFmpeg (CFFmpeg: libavformat, libavcodec, libavutil): MP4 audio, and
+// JPEG covers for the artwork cache. Every av*_ call of the project goes through this file, through `LibAV`'s table: the libraries (and the dozens they
 // load) are opened when the first MP4 file is, not at every program's start (see DynamicLibrary).
 //
 // FFmpeg reads what libsndfile does not: MP4 audio (`.m4a`, `.m4b`, `.mp4`: AAC and ALAC, as
@@ -321,6 +321,74 @@ final class FFmpegReader: AudioFileReader {
     }
 }
 
+/// Still images decoded by FFmpeg, for artwork: JPEG covers (embedded in MP4 files, or a
+/// folder's `cover.jpg`) as RGBA pixels.
+package enum FFmpegImage {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// The JPEG image in `data`: its size and its pixels, row by row, four bytes (RGBA) each.
+    package static func decodeJPEG(_ data: Data) throws(Failure) -> (width: Int, height: Int, pixels: [UInt8]) {
+        let av: LibAV
+        switch LibAV.loaded {
+        case .success(let library): av = library
+        case .failure(let failure): throw Failure(description: failure.description)
+        }
+        let handles = Handles(av)
+        guard let codec = av.findDecoder(AV_CODEC_ID_MJPEG) else { throw Failure(description: "FFmpeg has no JPEG decoder") }
+        handles.codec = av.allocCodecContext(codec)
+        handles.packet = av.packetAlloc()
+        handles.frame = av.frameAlloc()
+        guard let context = handles.codec, let packet = handles.packet, let frame = handles.frame,
+              av.openCodec(context, codec, nil) >= 0, data.count < Int(Int32.max), av.newPacket(packet, Int32(data.count)) >= 0 else {
+            throw Failure(description: "cannot set up FFmpeg's JPEG decoder")
+        }
+        data.withUnsafeBytes { bytes in packet.pointee.data.update(from: bytes.bindMemory(to: UInt8.self).baseAddress!, count: data.count) }
+        var result = av.sendPacket(context, packet)
+        if result >= 0 { _ = av.sendPacket(context, nil) }
+        if result >= 0 { result = av.receiveFrame(context, frame) }
+        guard result >= 0 else { throw Failure(description: "not a JPEG image that can be read: \(av.message(result))") }
+        let width = Int(frame.pointee.width)
+        let height = Int(frame.pointee.height)
+        guard width > 0, height > 0, width * height <= 64 << 20 else { throw Failure(description: "a JPEG image of \(width)×\(height) pixels") }
+        // Chroma planes' subsampling across and down; JPEG's full-range YCbCr.
+        let subsampling: (across: Int, down: Int)?
+        switch AVPixelFormat(rawValue: frame.pointee.format) {
+        case AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUV420P: subsampling = (2, 2)
+        case AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUV422P: subsampling = (2, 1)
+        case AV_PIX_FMT_YUVJ444P, AV_PIX_FMT_YUV444P: subsampling = (1, 1)
+        case AV_PIX_FMT_YUVJ440P, AV_PIX_FMT_YUV440P: subsampling = (1, 2)
+        case AV_PIX_FMT_YUVJ411P, AV_PIX_FMT_YUV411P: subsampling = (4, 1)
+        case AV_PIX_FMT_GRAY8: subsampling = nil
+        default: throw Failure(description: "a JPEG image in a colour layout not read here (FFmpeg pixel format \(frame.pointee.format))")
+        }
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        let luma = frame.pointee.data.0!
+        let lumaStride = Int(frame.pointee.linesize.0)
+        func clamped(_ value: Float) -> UInt8 { UInt8(max(0, min(255, value.rounded()))) }
+        pixels.withUnsafeMutableBufferPointer { output in
+            for row in 0..<height {
+                for column in 0..<width {
+                    let y = Float(luma[row * lumaStride + column])
+                    let pixel = (row * width + column) * 4
+                    guard let subsampling, let blue = frame.pointee.data.1, let red = frame.pointee.data.2 else {
+                        output[pixel] = UInt8(y); output[pixel + 1] = UInt8(y); output[pixel + 2] = UInt8(y)
+                        continue
+                    }
+                    let chroma = (row / subsampling.down) * Int(frame.pointee.linesize.1) + column / subsampling.across
+                    let cb = Float(blue[chroma]) - 128
+                    let cr = Float(red[(row / subsampling.down) * Int(frame.pointee.linesize.2) + column / subsampling.across]) - 128
+                    output[pixel] = clamped(y + 1.402 * cr)
+                    output[pixel + 1] = clamped(y - 0.344136 * cb - 0.714136 * cr)
+                    output[pixel + 2] = clamped(y + 1.772 * cb)
+                }
+            }
+        }
+        return (width, height, pixels)
+    }
+}
+
 /// What one open file holds in FFmpeg, freed together.
 private final class Handles {
     let av: LibAV
@@ -357,6 +425,7 @@ private struct LibAV: @unchecked Sendable {
     let closeInput: @convention(c) (UnsafeMutablePointer<Format?>?) -> Void
     let formatVersion: @convention(c) () -> UInt32
 
+    let findDecoder: @convention(c) (AVCodecID) -> UnsafePointer<AVCodec>?
     let allocCodecContext: @convention(c) (UnsafePointer<AVCodec>?) -> Codec?
     let parametersToContext: @convention(c) (Codec?, UnsafePointer<AVCodecParameters>?) -> Int32
     let openCodec: @convention(c) (Codec?, UnsafePointer<AVCodec>?, UnsafeMutablePointer<OpaquePointer?>?) -> Int32
@@ -367,6 +436,7 @@ private struct LibAV: @unchecked Sendable {
     let packetAlloc: @convention(c) () -> Packet?
     let packetFree: @convention(c) (UnsafeMutablePointer<Packet?>?) -> Void
     let packetUnref: @convention(c) (Packet?) -> Void
+    let newPacket: @convention(c) (Packet?, Int32) -> Int32
     let packetSideData: @convention(c) (UnsafePointer<AVPacket>?, AVPacketSideDataType, UnsafeMutablePointer<Int>?) -> UnsafeMutablePointer<UInt8>?
 
     let frameAlloc: @convention(c) () -> Frame?
@@ -396,12 +466,13 @@ private struct LibAV: @unchecked Sendable {
                         findBestStream: try format("av_find_best_stream"), readFrame: try format("av_read_frame"),
                         seekFrame: try format("av_seek_frame"), closeInput: try format("avformat_close_input"),
                         formatVersion: try format("avformat_version"),
-                        allocCodecContext: try codec("avcodec_alloc_context3"),
+                        findDecoder: try codec("avcodec_find_decoder"), allocCodecContext: try codec("avcodec_alloc_context3"),
                         parametersToContext: try codec("avcodec_parameters_to_context"), openCodec: try codec("avcodec_open2"),
                         sendPacket: try codec("avcodec_send_packet"), receiveFrame: try codec("avcodec_receive_frame"),
                         flushBuffers: try codec("avcodec_flush_buffers"), freeCodecContext: try codec("avcodec_free_context"),
                         packetAlloc: try codec("av_packet_alloc"), packetFree: try codec("av_packet_free"),
-                        packetUnref: try codec("av_packet_unref"), packetSideData: try codec("av_packet_get_side_data"),
+                        packetUnref: try codec("av_packet_unref"), newPacket: try codec("av_new_packet"),
+                        packetSideData: try codec("av_packet_get_side_data"),
                         frameAlloc: try util("av_frame_alloc"), frameFree: try util("av_frame_free"),
                         frameUnref: try util("av_frame_unref"), dictionaryGet: try util("av_dict_get"),
                         errorText: try util("av_strerror"), setLogLevel: try util("av_log_set_level"))

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioTestSupport
 import Foundation
 @testable import MusicKit
 import XCTest
@@ -215,6 +216,81 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(found8, [playlist.id])
         let empty = try await MusicLibrary.shared.createPlaylist(name: "Empty")
         XCTAssertEqual(empty.tracks?.count, 0)
+    }
+
+    /// An iTunes-style `.m4a` (ALAC, tags and cover inside) and a FLAC album with a `cover.jpg`
+    /// beside it: both scanned with their tags and artwork, which scales (PNG and JPEG) like
+    /// the catalog's.
+    func testMP4FilesAndFolderCoversGiveTheLibraryItsArtwork() async throws {
+        let assets = try XCTUnwrap(MusicKitEnvironment.bundledAssets())
+        let png = assets.appendingPathComponent("Artwork/angelic-asylum.png")
+        let flac = music.appendingPathComponent("source.flac")
+        try writeAudioFile(flac, TestSignal.sweep(frames: 4_410))
+        let m4a = music.appendingPathComponent("itunes.m4a")
+        try encodeWithFFmpeg(flac, to: m4a, codec: "alac", inputs: ["-i", png.path], arguments: [
+            "-map", "0:a", "-map", "1:v", "-c:v", "copy", "-disposition:v", "attached_pic",
+            "-metadata", "title=Halo", "-metadata", "artist=Ripper", "-metadata", "album=Ripped", "-metadata", "track=4/12",
+        ])
+        try FileManager.default.removeItem(at: flac)
+        let album = music.appendingPathComponent("Album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        try song("Album/1.flac", title: "Folder Song", artist: "Folks", album: "Folder", track: 1)
+        let jpeg = album.appendingPathComponent("Cover.jpg")
+        XCTAssertEqual(try runTool("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-i", png.path, "-q:v", "3", jpeg.path],
+                                   environment: [:]).code, 0)
+
+        let scanned = try MusicLibraryScanner.scan()
+        XCTAssertEqual(scanned.added, 2, "\(scanned.skipped)")
+        var request = MusicLibraryRequest<Song>()
+        request.sort(by: \.title, ascending: true)
+        let songs = try await request.response().items
+        XCTAssertEqual(songs.map(\.title), ["Folder Song", "Halo"])
+        let ripped = songs[1]
+        XCTAssertEqual([ripped.artistName, ripped.albumTitle], ["Ripper", "Ripped"])
+        XCTAssertEqual(ripped.trackNumber, 4)
+        XCTAssertEqual(ripped.duration ?? 0, 0.1, accuracy: 0.001)
+
+        let embedded = try XCTUnwrap(ripped.artwork)
+        XCTAssertEqual([embedded.maximumWidth, embedded.maximumHeight], [600, 600])
+        let kept = try FileManager.default.contentsOfDirectory(at: LibraryArtwork.directory(environment), includingPropertiesForKeys: nil)
+        XCTAssertEqual(kept.count, 1)
+        XCTAssertEqual(try Data(contentsOf: kept[0]), try Data(contentsOf: png), "the cover kept as it was stored in the file")
+
+        let folder = try XCTUnwrap(songs[0].artwork)
+        XCTAssertEqual([folder.maximumWidth, folder.maximumHeight], [600, 600], "the JPEG's size, from its header")
+        // Both scale through the artwork cache; the JPEG (decoded by FFmpeg) looks like the PNG it was made from.
+        let fromPNG = try RGBAImage(pngFile: try XCTUnwrap(embedded.url(width: 32, height: 32)).path)
+        let fromJPEG = try RGBAImage(pngFile: try XCTUnwrap(folder.url(width: 32, height: 32)).path)
+        XCTAssertEqual([fromJPEG.width, fromJPEG.height], [32, 32])
+        let difference = zip(fromPNG.pixels, fromJPEG.pixels).map { abs(Int($0) - Int($1)) }.reduce(0, +) / fromPNG.pixels.count
+        XCTAssertLessThan(difference, 12, "mean difference per channel between the PNG and its JPEG")
+
+        var albums = MusicLibraryRequest<Album>()
+        albums.filter(matching: \.title, equalTo: "Folder")
+        let folderAlbum = try await albums.response().items.first
+        XCTAssertEqual(folderAlbum?.artwork?.maximumWidth, 600, "an album has its songs' artwork")
+    }
+
+    /// A library of the previous schema (no artwork column) keeps its playlists and history,
+    /// and its files are read again for their artwork at the next scan.
+    func testALibraryOfTheLastSchemaIsMigratedNotMovedAside() async throws {
+        try addSomeSongs()
+        _ = try MusicLibraryScanner.scan()
+        _ = try await MusicLibrary.shared.createPlaylist(name: "Kept")
+        MusicLibraryService.reset()
+        let path = environment.dataDirectory.appendingPathComponent("library.sqlite")
+        do {
+            let database = try SQLiteDatabase(path: path.path)
+            try database.execute("ALTER TABLE files DROP COLUMN artwork; UPDATE meta SET value = '2' WHERE key = 'schema'")
+        }
+        let service = try MusicLibraryService.open()
+        XCTAssertNil(service.problem, "not moved aside")
+        let playlists = try await MusicLibraryRequest<Playlist>().response().items
+        XCTAssertEqual(playlists.map(\.name), ["Kept"])
+        let rescanned = try MusicLibraryScanner.scan()
+        XCTAssertEqual(rescanned.updated, 3, "every file read again")
+        let schema = try SQLiteDatabase(path: path.path).statement("SELECT value FROM meta WHERE key = 'schema'").rows { $0.string(0) }
+        XCTAssertEqual(schema, [LibraryStore.schemaVersion])
     }
 
     func testACorruptLibraryDatabaseIsKeptAsideAndReported() throws {

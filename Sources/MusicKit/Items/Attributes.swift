@@ -57,15 +57,16 @@ public struct Artwork: Equatable, Hashable, Sendable, Codable, CustomStringConve
     }
 
     /// The image's URL at `width` x `height` pixels. For artwork on this machine (the bundled
-    /// catalog's PNG files) it is a file URL of the image at that size, scaled once and kept in
-    /// the data folder's `artwork` cache; for the Apple Music API's artwork, the address to load.
+    /// catalog's PNG files, library files' covers in PNG or JPEG) it is a file URL of the image
+    /// at that size, scaled once and kept in the data folder's `artwork` cache; for the Apple
+    /// Music API's artwork, the address to load.
     public func url(width: Int, height: Int) -> URL? {
         let text = urlTemplate.replacingOccurrences(of: "{w}", with: String(width))
             .replacingOccurrences(of: "{h}", with: String(height))
             .replacingOccurrences(of: "{c}", with: "bb")
             .replacingOccurrences(of: "{f}", with: "jpg")
         guard let url = URL(string: text) else { return nil }
-        guard url.isFileURL, url.pathExtension.lowercased() == "png", width > 0, height > 0 else { return url }
+        guard url.isFileURL, ["png", "jpg", "jpeg"].contains(url.pathExtension.lowercased()), width > 0, height > 0 else { return url }
         return (try? ArtworkCache.file(for: url.path, width: width, height: height)) ?? url
     }
 

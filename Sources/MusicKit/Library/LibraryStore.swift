@@ -40,7 +40,8 @@ public struct LibraryScanResult: Sendable, Equatable {
 /// Thread safety: one thread at a time; `MusicLibraryService` keeps it behind a mutex.
 final class LibraryStore: @unchecked Sendable {
     // @unchecked: used only behind MusicLibraryService's mutex.
-    static let schemaVersion = "2"
+    /// 3: files have their artwork (`artwork`, an artwork object as JSON).
+    static let schemaVersion = "3"
     let database: SQLiteDatabase
     let path: URL
     /// Set when the file found on open was unusable and was moved aside.
@@ -75,7 +76,7 @@ final class LibraryStore: @unchecked Sendable {
                 path TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
                 readable INTEGER NOT NULL, reason TEXT,
                 title TEXT, artist TEXT, album TEXT, genre TEXT, track INTEGER, duration REAL, year TEXT,
-                added REAL NOT NULL);
+                added REAL NOT NULL, artwork TEXT);
             CREATE TABLE IF NOT EXISTS catalog_items(
                 type TEXT NOT NULL, id TEXT NOT NULL, library_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, added REAL NOT NULL,
                 PRIMARY KEY(type, id));
@@ -93,6 +94,12 @@ final class LibraryStore: @unchecked Sendable {
         let version = try database.statement("SELECT value FROM meta WHERE key = 'schema'").rows { $0.string(0) }.first ?? nil
         if version == nil {
             try database.statement("INSERT INTO meta(key, value) VALUES ('schema', ?1)").run([schemaVersion])
+        } else if version == "2" {
+            // Files gain their artwork: every file is read again at the next scan for it.
+            try database.transaction {
+                try database.execute("ALTER TABLE files ADD COLUMN artwork TEXT; UPDATE files SET mtime = -1")
+                try database.statement("UPDATE meta SET value = ?1 WHERE key = 'schema'").run([schemaVersion])
+            }
         } else if version != schemaVersion {
             throw SQLiteError(operation: "open", code: 26, message: "library schema \(version ?? "?") is not \(schemaVersion)",
                               path: path.path)
@@ -114,7 +121,8 @@ final class LibraryStore: @unchecked Sendable {
 
     /// Brings the files table in line with `folders`: new and changed files (size or
     /// modification time) are read, unchanged ones are not opened, vanished ones removed.
-    func scan(folders: [URL], progress: ((LibraryScanProgress) -> Void)?) throws -> LibraryScanResult {
+    func scan(folders: [URL], artworkDirectory: URL, progress: ((LibraryScanProgress) -> Void)?) throws -> LibraryScanResult {
+        let artwork = LibraryArtwork(directory: artworkDirectory)
         var found: [(path: String, size: Int, mtime: Int)] = []
         for folder in folders {
             guard let enumerator = FileManager.default.enumerator(
@@ -137,11 +145,13 @@ final class LibraryStore: @unchecked Sendable {
         let now = Date().timeIntervalSince1970
         try database.transaction {
             let upsert = try database.statement("""
-                INSERT INTO files(path, id, size, mtime, readable, reason, title, artist, album, genre, track, duration, year, added)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                INSERT INTO files(path, id, size, mtime, readable, reason, title, artist, album, genre, track, duration, year, added,
+                                  artwork)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
                 ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, readable = excluded.readable,
                     reason = excluded.reason, title = excluded.title, artist = excluded.artist, album = excluded.album,
-                    genre = excluded.genre, track = excluded.track, duration = excluded.duration, year = excluded.year
+                    genre = excluded.genre, track = excluded.track, duration = excluded.duration, year = excluded.year,
+                    artwork = excluded.artwork
                 """)
             for (index, file) in found.enumerated() {
                 report.filesSeen = index + 1
@@ -151,14 +161,16 @@ final class LibraryStore: @unchecked Sendable {
                     let id = LibraryStore.id(prefix: "i.", file.path)
                     var readable = true
                     do {
-                        let info = try AudioFileDecoder.info(path: file.path)
+                        let decoder = try AudioFileDecoder(path: file.path)
+                        let info = decoder.info
                         let stem = URL(fileURLWithPath: file.path).deletingPathExtension().lastPathComponent
+                        let cover = artwork.artwork(embedded: decoder.coverArt, besides: file.path)?.serialized
                         try upsert.run([file.path, id, file.size, file.mtime, true, nil, info.title ?? stem,
-                                        info.artist, info.album, info.genre, info.trackNumber, info.duration, info.date, now])
+                                        info.artist, info.album, info.genre, info.trackNumber, info.duration, info.date, now, cover])
                     } catch let error as DecoderError {
                         readable = false
                         try upsert.run([file.path, id, file.size, file.mtime, false, error.description, nil, nil, nil, nil,
-                                        nil, nil, nil, now])
+                                        nil, nil, nil, now, nil])
                     }
                     if known[file.path] != nil { result.updated += 1 } else if readable { result.added += 1 }
                     report.filesRead += 1
@@ -183,7 +195,7 @@ final class LibraryStore: @unchecked Sendable {
     /// Library songs: scanned files, then catalog songs added to the library.
     func songs() throws -> [ResourceObject] {
         let files = try database.statement("""
-            SELECT id, path, title, artist, album, genre, track, duration, year, added FROM files WHERE readable = 1
+            SELECT id, path, title, artist, album, genre, track, duration, year, added, artwork FROM files WHERE readable = 1
             """).rows { row -> ResourceObject in
             let id = row.string(0) ?? ""
             var attributes: [String: JSONValue] = [
@@ -198,6 +210,7 @@ final class LibraryStore: @unchecked Sendable {
             if !row.isNull(6) { attributes["trackNumber"] = .number(Double(row.int(6))) }
             if !row.isNull(7) { attributes["durationInMillis"] = .number((row.double(7) * 1000).rounded()) }
             if let year = row.string(8) { attributes["releaseDate"] = .string(year) }
+            if let artwork = row.string(10).flatMap({ try? JSONValue.parse($0) }) { attributes["artwork"] = artwork }
             return ResourceObject(id: id, type: "library-songs", href: "/v1/me/library/songs/\(id)", attributes: attributes)
         }
         return files + (try catalogItems(type: "songs"))

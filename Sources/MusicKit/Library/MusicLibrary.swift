@@ -339,12 +339,14 @@ public enum MusicLibraryScanner {
         try LibrarySettings.file(environment).write(LibrarySettings(folders: folders.map(\.standardizedFileURL.path)))
     }
 
-    /// Scans the folders: new and changed files are read (tags through libsndfile), unchanged
-    /// ones only looked at, vanished ones removed. Unreadable files are listed with the reason.
+    /// Scans the folders: new and changed files are read (tags and covers through libsndfile
+    /// or FFmpeg; a folder's `cover.jpg` and the like for files without one), unchanged ones
+    /// only looked at, vanished ones removed. Unreadable files are listed with the reason.
     public static func scan(progress: (@Sendable (LibraryScanProgress) -> Void)? = nil) throws -> LibraryScanResult {
         let service = try MusicLibrary.authorizedService()
         let folders = service.settings.folders.map { URL(fileURLWithPath: $0) }
-        return try service.write { try $0.scan(folders: folders, progress: progress) }
+        let artwork = LibraryArtwork.directory(service.environment)
+        return try service.write { try $0.scan(folders: folders, artworkDirectory: artwork, progress: progress) }
     }
 
     /// A library file that could not be opened on this run and was moved aside, if any.
