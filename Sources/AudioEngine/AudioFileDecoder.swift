@@ -114,6 +114,13 @@ public final class AudioFileDecoder {
 
     public init(path: String) throws(DecoderError) {
         self.path = path
+        if GrowingFile.growing(path) != nil {
+            // Still downloading (a catalog preview): FFmpeg reads it as it arrives.
+            reader = try FFmpegReader(path: path)
+            info = reader.info
+            declaredFrameCount = reader.declaredFrameCount
+            return
+        }
         var status = stat()
         if stat(path, &status) != 0 {
             let code = errno

@@ -74,8 +74,13 @@ final class FFmpegReader: AudioFileReader {
         // Freed by its deinit, also when opening fails half-way.
         let handles = Handles(av)
         self.handles = handles
+        if let growing = GrowingFile.growing(path) {
+            // Still downloading: read through a source that waits for the bytes to arrive.
+            try handles.readGrowing(growing, path: path)
+        }
         var result = av.openInput(&handles.format, path, nil, nil)
         guard result >= 0, let format = handles.format else {
+            if let failure = handles.source?.failure { throw DecoderError(path: path, reason: .unreadable("its download failed: \(failure)")) }
             throw DecoderError(path: path, reason: .corrupt("not a readable MP4 or AAC file: \(av.message(result))"))
         }
         result = av.findStreamInfo(format, nil)
@@ -230,6 +235,9 @@ final class FFmpegReader: AudioFileReader {
                     return
                 }
                 guard result >= 0 else {
+                    if let failure = handles.source?.failure {
+                        throw DecoderError(path: path, reason: .unreadable("its download failed at frame \(delivered): \(failure)"))
+                    }
                     throw DecoderError(path: path, reason: .corrupt("frame \(delivered): \(av.message(result))"))
                 }
                 if packet.pointee.stream_index == streamIndex { break }
@@ -396,14 +404,99 @@ private final class Handles {
     var codec: UnsafeMutablePointer<AVCodecContext>?
     var packet: UnsafeMutablePointer<AVPacket>?
     var frame: UnsafeMutablePointer<AVFrame>?
+    /// For a file still downloading: FFmpeg reads through `input` from `source`.
+    var input: UnsafeMutablePointer<AVIOContext>?
+    var source: GrowingSource?
 
     init(_ av: LibAV) { self.av = av }
+
+    /// Makes `format` read `growing` through `source` (custom I/O) instead of opening the path.
+    func readGrowing(_ growing: GrowingFile, path: String) throws(DecoderError) {
+        // The partial file, or the complete one if the download finished meanwhile.
+        var descriptor = open(growing.partialPath, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 { descriptor = open(path, O_RDONLY | O_CLOEXEC) }
+        guard descriptor >= 0 else { throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno)))) }
+        let source = GrowingSource(descriptor: descriptor, growing: growing)
+        self.source = source
+        let size = 65_536
+        guard let context = av.allocFormatContext(), let buffer = av.malloc(size) else {
+            throw DecoderError(path: path, reason: .unreadable("out of memory"))
+        }
+        format = context
+        input = av.allocIOContext(buffer.assumingMemoryBound(to: UInt8.self), Int32(size), 0,
+                                  Unmanaged.passUnretained(source).toOpaque(), GrowingSource.read, nil, GrowingSource.seek)
+        guard let input else {
+            av.free(buffer)
+            throw DecoderError(path: path, reason: .unreadable("out of memory"))
+        }
+        context.pointee.pb = input
+        context.pointee.flags |= LibAV.customIO
+    }
 
     deinit {
         if packet != nil { av.packetFree(&packet) }
         if frame != nil { av.frameFree(&frame) }
         if codec != nil { av.freeCodecContext(&codec) }
         if format != nil { av.closeInput(&format) }
+        if let input {
+            av.free(UnsafeMutableRawPointer(input.pointee.buffer))  // FFmpeg may have replaced the buffer it was given
+            av.freeIOContext(&self.input)
+        }
+    }
+}
+
+/// A file still downloading, as FFmpeg's custom input: reads past what has arrived wait for
+/// more (`GrowingFile`); the end is the end once the download is complete.
+private final class GrowingSource {
+    let descriptor: Int32
+    let growing: GrowingFile
+    var position = 0
+    /// Why the download failed, once a read ran into it.
+    var failure: String?
+
+    init(descriptor: Int32, growing: GrowingFile) {
+        self.descriptor = descriptor
+        self.growing = growing
+    }
+
+    deinit { close(descriptor) }
+
+    static let read: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32 = { opaque, buffer, size in
+        let source = Unmanaged<GrowingSource>.fromOpaque(opaque!).takeUnretainedValue()
+        while true {
+            let count = pread(source.descriptor, buffer, Int(size), off_t(source.position))
+            if count > 0 {
+                source.position += count
+                return Int32(count)
+            }
+            if count < 0 && errno != EINTR { return -EIO }
+            if count < 0 { continue }
+            let progress = source.growing.waitForBytes(beyond: source.position)
+            if progress.written > source.position { continue }
+            if let failure = progress.failure {
+                source.failure = failure
+                return -EIO
+            }
+            // Complete; but what was written after this read's pread is still to be read.
+            if pread(source.descriptor, buffer, 1, off_t(source.position)) == 1 { continue }
+            return LibAV.endOfFile
+        }
+    }
+
+    static let seek: @convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int64 = { opaque, offset, whence in
+        let source = Unmanaged<GrowingSource>.fromOpaque(opaque!).takeUnretainedValue()
+        let progress = source.growing.progress
+        let size = progress.total ?? (progress.finished ? progress.written : nil)
+        switch whence & ~LibAV.seekForce {
+        case LibAV.seekSize: return size.map(Int64.init) ?? -1
+        case SEEK_SET: source.position = Int(offset)
+        case SEEK_CUR: source.position += Int(offset)
+        case SEEK_END:
+            guard let size else { return -1 }
+            source.position = size + Int(offset)
+        default: return -1
+        }
+        return Int64(source.position)
     }
 }
 
@@ -424,6 +517,12 @@ private struct LibAV: @unchecked Sendable {
     let seekFrame: @convention(c) (Format?, Int32, Int64, Int32) -> Int32
     let closeInput: @convention(c) (UnsafeMutablePointer<Format?>?) -> Void
     let formatVersion: @convention(c) () -> UInt32
+    let allocFormatContext: @convention(c) () -> Format?
+    let allocIOContext: @convention(c) (UnsafeMutablePointer<UInt8>?, Int32, Int32, UnsafeMutableRawPointer?,
+                                        (@convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32)?,
+                                        (@convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32)?,
+                                        (@convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int64)?) -> UnsafeMutablePointer<AVIOContext>?
+    let freeIOContext: @convention(c) (UnsafeMutablePointer<UnsafeMutablePointer<AVIOContext>?>?) -> Void
 
     let findDecoder: @convention(c) (AVCodecID) -> UnsafePointer<AVCodec>?
     let allocCodecContext: @convention(c) (UnsafePointer<AVCodec>?) -> Codec?
@@ -445,6 +544,8 @@ private struct LibAV: @unchecked Sendable {
     let dictionaryGet: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<AVDictionaryEntry>?, Int32)
         -> UnsafeMutablePointer<AVDictionaryEntry>?
     let errorText: @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
+    let malloc: @convention(c) (Int) -> UnsafeMutableRawPointer?
+    let free: @convention(c) (UnsafeMutableRawPointer?) -> Void
     let setLogLevel: @convention(c) (Int32) -> Void
 
     // Macros in FFmpeg's headers.
@@ -456,6 +557,9 @@ private struct LibAV: @unchecked Sendable {
     static let seekBackward: Int32 = 1                 // AVSEEK_FLAG_BACKWARD
     static let attachedPicture: Int32 = 1 << 10        // AV_DISPOSITION_ATTACHED_PIC
     static let quiet: Int32 = -8                       // AV_LOG_QUIET
+    static let customIO: Int32 = 0x0080                // AVFMT_FLAG_CUSTOM_IO
+    static let seekSize: Int32 = 0x10000               // AVSEEK_SIZE
+    static let seekForce: Int32 = 0x20000              // AVSEEK_FORCE
 
     static let loaded: Result<LibAV, DynamicLibrary.Failure> =
         DynamicLibrary.table("libavutil.so.57") { util throws(DynamicLibrary.Failure) in
@@ -466,6 +570,8 @@ private struct LibAV: @unchecked Sendable {
                         findBestStream: try format("av_find_best_stream"), readFrame: try format("av_read_frame"),
                         seekFrame: try format("av_seek_frame"), closeInput: try format("avformat_close_input"),
                         formatVersion: try format("avformat_version"),
+                        allocFormatContext: try format("avformat_alloc_context"),
+                        allocIOContext: try format("avio_alloc_context"), freeIOContext: try format("avio_context_free"),
                         findDecoder: try codec("avcodec_find_decoder"), allocCodecContext: try codec("avcodec_alloc_context3"),
                         parametersToContext: try codec("avcodec_parameters_to_context"), openCodec: try codec("avcodec_open2"),
                         sendPacket: try codec("avcodec_send_packet"), receiveFrame: try codec("avcodec_receive_frame"),
@@ -475,7 +581,8 @@ private struct LibAV: @unchecked Sendable {
                         packetSideData: try codec("av_packet_get_side_data"),
                         frameAlloc: try util("av_frame_alloc"), frameFree: try util("av_frame_free"),
                         frameUnref: try util("av_frame_unref"), dictionaryGet: try util("av_dict_get"),
-                        errorText: try util("av_strerror"), setLogLevel: try util("av_log_set_level"))
+                        errorText: try util("av_strerror"), malloc: try util("av_malloc"), free: try util("av_free"),
+                        setLogLevel: try util("av_log_set_level"))
                     // Every failure is reported as a DecoderError; FFmpeg's own log lines would
                     // land under whatever the program prints.
                     library.setLogLevel(quiet)

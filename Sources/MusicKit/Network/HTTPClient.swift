@@ -28,13 +28,28 @@ enum HTTPClient {
         }
     }
 
-    /// The answer to `request`, following redirects.
-    static func send(_ request: URLRequest) throws -> (Data, HTTPURLResponse) {
+    /// Downloads what `request` answers, handing `sink` the body as it arrives with the length
+    /// the server announced. A status other than 2xx (after redirects) is an error, and `sink`
+    /// hears nothing then. Blocking.
+    static func download(_ request: URLRequest, into sink: @escaping BodySink) throws {
+        let (_, response) = try send(request, body: sink)
+        guard (200..<300).contains(response.statusCode) else {
+            throw URLError(.resourceUnavailable, userInfo: [NSLocalizedDescriptionKey: "HTTP \(response.statusCode)",
+                                                            NSURLErrorFailingURLErrorKey: request.url as Any])
+        }
+    }
+
+    /// Where `send` hands a 2xx answer's body as it arrives, with the announced length.
+    typealias BodySink = (_ bytes: UnsafeRawBufferPointer, _ total: Int?) throws -> Void
+
+    /// The answer to `request`, following redirects; with `sink`, a 2xx answer's body goes there
+    /// as it arrives instead of into the returned data.
+    static func send(_ request: URLRequest, body sink: BodySink? = nil) throws -> (Data, HTTPURLResponse) {
         var request = request
         for _ in 0...5 {
             let (data, response): (Data, HTTPURLResponse)
             do {
-                (data, response) = try sendOnce(request)
+                (data, response) = try sendOnce(request, sink)
             } catch let error as URLError where error.failingURL == nil {
                 // Which URL failed, as URLSession says.
                 var userInfo = error.userInfo
@@ -52,7 +67,7 @@ enum HTTPClient {
         throw URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "more than 5 redirects from \(request.url?.absoluteString ?? "")"])
     }
 
-    private static func sendOnce(_ request: URLRequest) throws -> (Data, HTTPURLResponse) {
+    private static func sendOnce(_ request: URLRequest, _ sink: BodySink?) throws -> (Data, HTTPURLResponse) {
         guard let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
               let scheme = components.scheme?.lowercased(), let host = components.host, !host.isEmpty else {
             throw URLError(.badURL)
@@ -100,6 +115,11 @@ enum HTTPClient {
             throw URLError(.badServerResponse)
         }
         if method == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status) { return (Data(), response) }
+        if let sink, (200..<300).contains(status) {
+            let total = response.expectedContentLength >= 0 ? Int(response.expectedContentLength) : nil
+            try reader.streamBody(response) { bytes in try sink(bytes, total) }
+            return (Data(), response)
+        }
         return (try reader.readBody(response), response)
     }
 
@@ -243,29 +263,58 @@ enum HTTPClient {
             return (status, fields)
         }
 
+        /// The whole body, at most `maximumBodyBytes`.
         mutating func readBody(_ response: HTTPURLResponse) throws -> Data {
+            if response.expectedContentLength > HTTPClient.maximumBodyBytes { throw URLError(.dataLengthExceedsMaximum) }
+            var body = Data()
+            try streamBody(response) { bytes in
+                guard body.count + bytes.count <= HTTPClient.maximumBodyBytes else { throw URLError(.dataLengthExceedsMaximum) }
+                body.append(contentsOf: bytes)
+            }
+            return body
+        }
+
+        /// Hands the body to `deliver` piece by piece as it arrives, as its framing says
+        /// (chunked, `Content-Length`, or up to the end of the connection).
+        mutating func streamBody(_ response: HTTPURLResponse, _ deliver: (UnsafeRawBufferPointer) throws -> Void) throws {
+            /// Delivers and drops the first `count` buffered bytes.
+            func hand(_ count: Int, from reader: inout ResponseReader) throws {
+                try reader.buffered.withUnsafeBytes { try deliver(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                reader.buffered.removeFirst(count)
+            }
             if response.value(forHTTPHeaderField: "Transfer-Encoding")?.lowercased().contains("chunked") == true {
-                var body: [UInt8] = []
                 while true {
                     let sizeLine = try line()
                     guard let size = Int(sizeLine.split(separator: ";").first?.trimmingCharacters(in: .whitespaces) ?? "", radix: 16),
                           size >= 0 else { throw URLError(.badServerResponse) }
                     if size == 0 { break }
-                    guard body.count + size <= HTTPClient.maximumBodyBytes else { throw URLError(.dataLengthExceedsMaximum) }
-                    while buffered.count < size + 2 { guard try fill() else { throw URLError(.networkConnectionLost) } }
-                    body += buffered[..<size]
-                    buffered.removeFirst(size + 2)
+                    var remaining = size
+                    while remaining > 0 {
+                        if buffered.isEmpty { guard try fill() else { throw URLError(.networkConnectionLost) } }
+                        let count = min(remaining, buffered.count)
+                        try hand(count, from: &self)
+                        remaining -= count
+                    }
+                    while buffered.count < 2 { guard try fill() else { throw URLError(.networkConnectionLost) } }
+                    buffered.removeFirst(2)  // the chunk's CRLF
                 }
-                return Data(body)
+                return
             }
             let length = response.expectedContentLength
             if length >= 0 {
-                guard length <= HTTPClient.maximumBodyBytes else { throw URLError(.dataLengthExceedsMaximum) }
-                while buffered.count < Int(length) { guard try fill() else { throw URLError(.networkConnectionLost) } }
-                return Data(buffered[..<Int(length)])
+                var remaining = Int(length)
+                while remaining > 0 {
+                    if buffered.isEmpty { guard try fill() else { throw URLError(.networkConnectionLost) } }
+                    let count = min(remaining, buffered.count)
+                    try hand(count, from: &self)
+                    remaining -= count
+                }
+                return
             }
-            while try fill() {}
-            return Data(buffered)
+            while true {
+                if !buffered.isEmpty { try hand(buffered.count, from: &self) }
+                guard try fill() else { return }
+            }
         }
     }
 }

@@ -104,7 +104,8 @@ final class PlaybackServices: Sendable {
     }
 
     /// The file an entry plays, or why it cannot. No store is read: `access` was decided when
-    /// the session started.
+    /// the session started. A preview on the network plays from the preview cache, its download
+    /// started here when it is not there (`PreviewCache`).
     static func source(of entry: MusicPlayer.Queue.Entry, catalogAccess access: CatalogAccess) -> AudioEntry.Source {
         if let reason = entry.unavailableReason { return .unplayable(reason: reason) }
         let resource = entry.resource
@@ -117,10 +118,16 @@ final class PlaybackServices: Sendable {
             return .unplayable(reason: resource.isIdentifierOnly ? "\(title) is not in the catalog"
                                : "the catalog has no audio for \(title)")
         }
-        guard url.isFileURL else {
-            return .unplayable(reason: "only local audio files play here; the audio of \(title) is at \(url.absoluteString)")
+        if url.isFileURL { return .file(path: url.path) }
+        guard ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+            return .unplayable(reason: "the audio of \(title) is at \(url.absoluteString), which cannot be fetched")
         }
-        return .file(path: url.path)
+        // A preview on the network: from the preview cache, or downloading while it plays.
+        do {
+            return .file(path: try PreviewCache.file(for: url))
+        } catch {
+            return .unplayable(reason: "the preview of \(title) cannot be kept: \(error)")
+        }
     }
 
     /// The audio variant a file gives: lossless for FLAC, WAV, AIFF and ALAC, lossy stereo

@@ -41,6 +41,8 @@ final class LocalHTTPServer: @unchecked Sendable {
         var chunked = false
         /// Accept the request and never answer.
         var silent = false
+        /// Send the body this many bytes at a time, waiting `interval` between (a slow network).
+        var pace: (bytes: Int, interval: TimeInterval)?
     }
 
     let port: UInt16
@@ -50,6 +52,9 @@ final class LocalHTTPServer: @unchecked Sendable {
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     var requests: [Request] { recorded.withLock { $0 } }
+    /// When each answer's last byte was sent, in the order they finished.
+    var answersFinished: [Date] { finished.withLock { $0 } }
+    private let finished = Mutex<[Date]>([])
 
     init(respond: @escaping @Sendable (Request) -> Answer) throws {
         self.respond = respond
@@ -114,15 +119,24 @@ final class LocalHTTPServer: @unchecked Sendable {
                 } else {
                     head += "Content-Length: \(body.count)\r\n"
                 }
-                let bytes = Data((head + "Connection: close\r\n\r\n").utf8) + body
-                bytes.withUnsafeBytes { buffer in
-                    var offset = 0
-                    while offset < buffer.count {
-                        let sent = send(connection, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
-                        if sent <= 0 { return }
-                        offset += sent
+                let headBytes = Data((head + "Connection: close\r\n\r\n").utf8)
+                let pieces: [Data] = answer.pace.map { pace in
+                    stride(from: 0, to: body.count, by: pace.bytes).map { body[$0..<min($0 + pace.bytes, body.count)] }
+                } ?? [body]
+                for (index, piece) in ([headBytes] + pieces).enumerated() {
+                    if index > 1, let pace = answer.pace { Thread.sleep(forTimeInterval: pace.interval) }
+                    let delivered = piece.withUnsafeBytes { buffer in
+                        var offset = 0
+                        while offset < buffer.count {
+                            let sent = send(connection, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                            if sent <= 0 { return false }
+                            offset += sent
+                        }
+                        return true
                     }
+                    if !delivered { return }
                 }
+                finished.withLock { $0.append(Date()) }
             }
         }
     }

@@ -1,0 +1,89 @@
+import AudioEngine
+import Foundation
+import Glibc
+import Synchronization
+
+/// Catalog previews from the network (`previews[0].url`, an `.m4a` on Apple's servers), kept
+/// in `<data>/previews/` (at most `maximumBytes`; the least recently played go first).
+///
+/// A preview that is not there yet is downloaded on a thread of its own into `<name>.part`,
+/// registered as a `GrowingFile`, so the decoder starts on the first bytes and waits for the
+/// rest as it needs them; complete, it is renamed to its name. A failed download is removed
+/// and the entry fails with the reason (the player skips it and says why).
+enum PreviewCache {
+    static let maximumBytes = 256 << 20
+
+    static func directory(_ environment: MusicKitEnvironment = .current) -> URL {
+        environment.dataDirectory.appendingPathComponent("previews")
+    }
+
+    /// The path that plays `url`: the cached file, or one whose download starts now.
+    static func file(for url: URL, environment: MusicKitEnvironment = .current) throws -> String {
+        let directory = directory(environment)
+        let fileExtension = url.pathExtension.isEmpty ? "m4a" : url.pathExtension.lowercased()
+        let path = directory.appendingPathComponent(LibraryStore.id(prefix: "", url.absoluteString) + "." + fileExtension).path
+        return try starting.withLock { _ in
+            if GrowingFile.growing(path) != nil { return path }
+            if access(path, R_OK) == 0 {
+                utimes(path, nil)  // played now: the last to be evicted
+                return path
+            }
+            try PrivateFiles.ensureDirectory(directory)
+            let partial = path + ".part"
+            unlink(partial)
+            try PrivateFiles.createPrivateFileIfMissing(partial)
+            let growing = GrowingFile.begin(path: path, partialPath: partial)
+            let thread = Thread { download(url, growing) }
+            thread.name = "musickit.preview"
+            thread.start()
+            return path
+        }
+    }
+
+    /// One download starts at a time per path (a file asked for twice is downloaded once).
+    private static let starting = Mutex(())
+
+    private static func download(_ url: URL, _ growing: GrowingFile) {
+        let descriptor = open(growing.partialPath, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            growing.finish(failure: "cannot write \(growing.partialPath): \(String(cString: strerror(errno)))")
+            return
+        }
+        var written = 0
+        do {
+            defer { close(descriptor) }
+            try HTTPClient.download(URLRequest(url: url)) { bytes, total in
+                try PrivateFiles.writeAll(bytes, to: descriptor, path: growing.partialPath)
+                written += bytes.count
+                growing.wrote(written, of: total)
+            }
+            guard fsync(descriptor) == 0, rename(growing.partialPath, growing.path) == 0 else {
+                throw PrivateFiles.Failure(operation: "keep", path: growing.path, code: errno)
+            }
+        } catch {
+            unlink(growing.partialPath)
+            let reason = (error as? URLError).map { "\($0.localizedDescription) (\(url.absoluteString))" } ?? "\(error)"
+            growing.finish(failure: reason)
+            return
+        }
+        growing.finish(failure: nil)
+        evict(in: URL(fileURLWithPath: growing.path).deletingLastPathComponent(), keeping: growing.path)
+    }
+
+    /// Removes the least recently played previews until the folder holds at most `maximumBytes`.
+    static func evict(in directory: URL, keeping kept: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        var files: [(path: String, size: Int, used: Int)] = names.filter { !$0.hasSuffix(".part") }.compactMap { name in
+            let path = directory.appendingPathComponent(name).path
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            return (path, Int(status.st_size), Int(status.st_mtim.tv_sec))
+        }
+        var total = files.reduce(0) { $0 + $1.size }
+        files.sort { $0.used < $1.used }
+        for file in files where total > maximumBytes && file.path != kept && GrowingFile.growing(file.path) == nil {
+            unlink(file.path)
+            total -= file.size
+        }
+    }
+}

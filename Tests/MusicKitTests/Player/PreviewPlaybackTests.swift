@@ -1,0 +1,106 @@
+import AudioEngine
+import AudioTestSupport
+import Foundation
+@testable import MusicKit
+import XCTest
+
+/// Catalog songs from the Apple Music API (a local server) whose previews are on the network
+/// (another local server, sending slowly): they play while they download, are kept in the
+/// preview cache, and a preview that cannot be fetched is skipped with the reason.
+final class PreviewPlaybackTests: XCTestCase {
+    private var directory: URL!
+    private var capture: URL!
+    private var servers: [LocalHTTPServer] = []
+
+    override func setUpWithError() throws {
+        try useTemporaryEnvironment(self)
+        try authorizeTestApp()
+        directory = try makeTemporaryDirectory(self)
+        capture = directory.appendingPathComponent("capture.raw")
+        MusicDataRequest.tokenProvider = TestTokens(user: nil)
+    }
+
+    override func tearDown() {
+        for server in servers { server.stop() }
+        MusicDataRequest.tokenProvider = DefaultMusicTokenProvider()
+        unsetenv("MUSICKIT_API_BASE_URL")
+    }
+
+    /// The API answering one song, "Streamed", whose preview is at `previewURL`.
+    private func catalogSong(previewURL: URL) async throws -> Song {
+        let document = """
+            {"data":[{"id":"1500000001","type":"songs","href":"/v1/catalog/us/songs/1500000001","attributes":{
+              "name":"Streamed","artistName":"Net","albumName":"Far","durationInMillis":2000,
+              "playParams":{"id":"1500000001","kind":"song"},"previews":[{"url":"\(previewURL.absoluteString)"}]}}]}
+            """
+        let api = try LocalHTTPServer { _ in LocalHTTPServer.Answer(body: Data(document.utf8)) }
+        servers.append(api)
+        setenv("MUSICKIT_API_BASE_URL", api.baseURL.absoluteString, 1)
+        let songs = try await MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: "1500000001").response().items
+        return try XCTUnwrap(songs.first)
+    }
+
+    private func makePlayer() -> ApplicationMusicPlayer {
+        let player = ApplicationMusicPlayer(engineConfiguration: captureConfiguration(capture))
+        addTeardownBlock {
+            player.stop()
+            player.waitForHistoryWrites()
+        }
+        return player
+    }
+
+    func testAPreviewPlaysWhileItDownloadsAndIsKeptForNextTime() async throws {
+        let signal = TestSignal.sweep(frames: 88_200)
+        let wav = directory.appendingPathComponent("preview.wav")
+        try writeAudioFile(wav, signal, format: .wav16)
+        let m4a = directory.appendingPathComponent("preview.m4a")
+        // As previews are made: the index first, so that playing can start on the first bytes.
+        try encodeWithFFmpeg(wav, to: m4a, codec: "alac", arguments: ["-movflags", "+faststart"])
+        let bytes = try Data(contentsOf: m4a)
+        let previews = try LocalHTTPServer { _ in
+            LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: bytes, pace: (bytes: 8_192, interval: 0.02))
+        }
+        servers.append(previews)
+        let song = try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/streamed.m4a"))
+
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = [song]
+        try await player.play()
+        let playing = Date()
+        await log.wait("the end of the preview") { $0.finished }
+        let downloaded = try XCTUnwrap(previews.answersFinished.first)
+        XCTAssertLessThan(playing, downloaded, "playing before the download ended (\(bytes.count) bytes, 8 KiB every 20 ms)")
+        XCTAssertEqual(log.startedTitles, ["Streamed"])
+        XCTAssertTrue(log.failures.isEmpty, "\(log.failures)")
+        XCTAssertEqual(trimmingTrailingSilence(try readCapture(capture)), TestSignal.int16(signal), "all of it, bit-exact")
+
+        let kept = try FileManager.default.contentsOfDirectory(at: PreviewCache.directory(), includingPropertiesForKeys: nil)
+        XCTAssertEqual(kept.map(\.pathExtension), ["m4a"], "the complete preview, no partial file")
+        XCTAssertEqual(try Data(contentsOf: kept[0]), bytes)
+
+        player.queue = [song]
+        try await player.play()
+        await log.wait("the second play's end") { $0.events.filter { $0 == .queueFinished }.count == 2 }
+        XCTAssertEqual(previews.requests.count, 1, "the second time plays the kept file")
+    }
+
+    func testAPreviewThatCannotBeDownloadedIsSkippedWithTheReason() async throws {
+        let previews = try LocalHTTPServer { _ in LocalHTTPServer.Answer(status: 404, body: Data("gone".utf8)) }
+        servers.append(previews)
+        let song = try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/gone.m4a"))
+        let (library, signals) = try GeneratedSongs.tones([500], frames: 4_410, into: directory)
+
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: [song, library[0]])
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(log.failures.map(\.title), ["Streamed"])
+        XCTAssertTrue(log.failures.first?.reason.contains("HTTP 404") == true, "\(log.failures)")
+        XCTAssertEqual(log.startedTitles, ["Tone 1"])
+        XCTAssertEqual(trimmingTrailingSilence(try readCapture(capture)), TestSignal.int16(signals[0]))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: PreviewCache.directory().path), [],
+                       "nothing kept of a failed download")
+    }
+}
