@@ -109,13 +109,7 @@ struct FuzzBenchmarks {
         }
         for (name, codec) in [("seed-aac.m4a", "aac"), ("seed-alac.m4a", "alac")] {
             let url = directory.appendingPathComponent(name)
-            let ffmpeg = Process()
-            ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-            ffmpeg.arguments = ["-nostdin", "-loglevel", "error", "-y", "-i", directory.appendingPathComponent("seed.wav").path,
-                                "-c:a", codec, url.path]
-            try ffmpeg.run()
-            ffmpeg.waitUntilExit()
-            guard ffmpeg.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+            try Fixtures.encodeWithFFmpeg(directory.appendingPathComponent("seed.wav"), to: url, codec: codec)
             seeds.append((name, Array(try Data(contentsOf: url))))
         }
         return seeds

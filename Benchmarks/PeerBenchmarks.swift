@@ -26,17 +26,23 @@ struct PeerBenchmarks {
     /// Starts `executable` at a timestamp and checks the start at the monitor (the sweep,
     /// from its first frame); returns the checks.
     private func commandStarts(_ executable: URL, _ arguments: [String]) -> [StartCheck] {
+        commandStarts(executable, track: fixtures.sweepSamples) { arguments }
+    }
+
+    /// `runs` starts of `executable` with the arguments `arguments` gives for each, checked
+    /// at the monitor against `track` from its first frame.
+    func commandStarts(_ executable: URL, track: [Int16], _ arguments: () -> [String]) -> [StartCheck] {
         var checks: [StartCheck] = []
         for _ in 0..<runs {
             let process = Process()
             process.executableURL = executable
-            process.arguments = arguments
+            process.arguments = arguments()
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
             let start = monotonicNanoseconds()
             do { try process.run() } catch { progress("\(executable.lastPathComponent): \(error)"); return checks }
-            checks.append(recorder.checkStart(since: start, call: start, track: fixtures.sweepSamples, timeout: 3))
+            checks.append(recorder.checkStart(since: start, call: start, track: track, timeout: 3))
             process.terminate()
             process.waitUntilExit()
             settle()

@@ -67,9 +67,7 @@ struct ThroughputBenchmarks {
             ("WAV", .wav16, 44_100), ("FLAC", .flac16, 44_100), ("Ogg Vorbis", .oggVorbis(quality: 0.5), 44_100),
             ("Opus", .opus(quality: 0.5), 48_000), ("MP3", .mp3(quality: 0.5), 44_100),
         ]
-        for (name, format, rate) in formats {
-            let url = fixtures.directory.appendingPathComponent("decode.\(name.lowercased().replacingOccurrences(of: " ", with: "-"))")
-            try Fixtures.write(url, rate == 48_000 ? samples48 : samples, format: format, sampleRate: rate)
+        func measure(_ name: String, _ url: URL, rate: Int) throws {
             var factors: [Double] = []
             for _ in 0..<runs {
                 let start = monotonicNanoseconds()
@@ -82,6 +80,17 @@ struct ThroughputBenchmarks {
             }
             report.add(Row("decode \(name)", unit: "x realtime", values: factors,
                            note: "12 s of music at \(rate / 1000).\(rate % 1000 / 100) kHz, open + decode, one core"))
+        }
+        for (name, format, rate) in formats {
+            let url = fixtures.directory.appendingPathComponent("decode.\(name.lowercased().replacingOccurrences(of: " ", with: "-"))")
+            try Fixtures.write(url, rate == 48_000 ? samples48 : samples, format: format, sampleRate: rate)
+            try measure(name, url, rate: rate)
+        }
+        // MP4 through FFmpeg, made from the WAV by Debian's ffmpeg.
+        for (name, codec) in [("AAC (MP4)", "aac"), ("ALAC (MP4)", "alac")] {
+            let url = fixtures.directory.appendingPathComponent("decode-\(codec).m4a")
+            try Fixtures.encodeWithFFmpeg(fixtures.directory.appendingPathComponent("decode.wav"), to: url, codec: codec)
+            try measure(name, url, rate: 44_100)
         }
         // Sample-rate conversion on top: the same FLAC at 48 kHz into a 44.1 kHz stream.
         let url48 = fixtures.directory.appendingPathComponent("decode-48k.flac")

@@ -10,7 +10,7 @@ let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
                       [--output FILE]
 
-groups: ttfa, skip, seek, gap, cpu, load, player, system, ring, decode, cli, screens, peers, catalog, library, and fuzz (only
+groups: ttfa, skip, seek, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers, catalog, library, and fuzz (only
 when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant crashed or hung)
 --songs N: songs in the generated catalog (default 1,000,000)
 --mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed
@@ -93,7 +93,7 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "system", "cli", "screens", "peers"]
+let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "preview", "system", "cli", "screens", "peers"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
@@ -121,6 +121,11 @@ if realTimeGroups.contains(where: { wants($0) }) {
         progress("ApplicationMusicPlayer")
         try PlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
                              landingFloor: floor).run()
+    }
+    if wants("preview") {
+        progress("remote preview: play() while it downloads, and mpv")
+        try PreviewBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+                              landingFloor: floor, peers: peers).run()
     }
     if wants("system") {
         progress("SystemMusicPlayer through musickitd")

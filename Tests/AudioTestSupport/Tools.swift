@@ -23,38 +23,24 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
-/// Python's HTTP file server on 127.0.0.1, on a port of its own, serving the files under
-/// `directory` (a request's query is ignored) with `headers` added to each answer, over TLS
-/// when `certificate` and `key` are given. Stopped by PID with `stop()` (or when released).
+/// The repository's `scripts/http-file-server.py` (Python's HTTP server) on 127.0.0.1, on a
+/// port of its own, serving the files under `directory` (a request's query is ignored) with
+/// `headers` added to each answer, over TLS when `certificate` and `key` are given. Stopped by
+/// PID with `stop()` (or when released).
 public final class StaticFileServer {
     public let port: Int
     private let process: Process
 
     public init(directory: URL, headers: [String: String] = [:], certificate: URL? = nil, key: URL? = nil) throws {
         let portFile = directory.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).port")
-        let script = """
-        import http.server, ssl, sys, os, json
-        headers = json.loads(os.environ["SERVER_HEADERS"])
-        class Files(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *a, **k): super().__init__(*a, directory=sys.argv[1], **k)
-            def log_message(self, *a): pass
-            def end_headers(self):
-                for name, value in headers.items(): self.send_header(name, value)
-                super().end_headers()
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
-        if len(sys.argv) > 3:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(sys.argv[3], sys.argv[4])
-            server.socket = context.wrap_socket(server.socket, server_side=True)
-        open(sys.argv[2] + ".tmp", "w").write(str(server.server_address[1]))
-        os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-        server.serve_forever()
-        """
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/http-file-server.py")
+        var arguments = [script.path, directory.path, portFile.path]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["--header", "\(name): \(value)"] }
+        if let certificate, let key { arguments += ["--tls", certificate.path, key.path] }
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script, directory.path, portFile.path] + [certificate, key].compactMap { $0?.path }
-        let headerJSON = try JSONSerialization.data(withJSONObject: headers)
-        process.environment = ["SERVER_HEADERS": String(decoding: headerJSON, as: UTF8.self), "PATH": "/usr/bin:/bin"]
+        process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         let log = portFile.deletingPathExtension().appendingPathExtension("log")
