@@ -26,26 +26,21 @@ public struct MusicCatalogSearchSuggestionsRequest: Sendable {
     /// `AppleMusicCatalog`), else from the embedded catalog.
     public func response() async throws -> MusicCatalogSearchSuggestionsResponse {
         let count = min(max(limit ?? 10, 1), 50)
+        let keys = typesForTopResults.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
         if let remote = try AppleMusicCatalog.current() {
-            let keys = typesForTopResults.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
             let (terms, top, _) = try await remote.suggestions(term: term, types: keys, limit: count)
             return MusicCatalogSearchSuggestionsResponse(
                 suggestions: terms.map { .init(searchTerm: $0.search, displayTerm: $0.display) },
                 topResults: MusicItemCollection(items: top.compactMap { MusicCatalogSearchResponse.TopResult(resource: MusicCatalogService.trimmed($0)) }))
         }
         let service = try await MusicCatalogService.current()
-        let terms = try service.suggestedTerms(for: term, account: service.account, limit: count)
         // Top results: items whose name matches what is typed (not those that only match by
         // artist or album: asking the index for those too is what made a keystroke slow), the
-        // first of each type, then the second...
+        // first of each type, then the second...; found in the same scan as the terms where it can.
+        let perType = keys.isEmpty ? 0 : (count + keys.count - 1) / keys.count
+        let (terms, top) = try service.suggestions(for: term, account: service.account, limit: count, topTypes: keys, perType: perType)
+        let found = keys.map { (top[$0] ?? []).map { MusicCatalogService.trimmed($0) } }
         var topResults: [MusicCatalogSearchResponse.TopResult] = []
-        let perType = typesForTopResults.isEmpty ? 0 : (count + typesForTopResults.count - 1) / typesForTopResults.count
-        var found: [[ResourceObject]] = []
-        for type in typesForTopResults {
-            guard let key = (type as? any ResourceBackedItem.Type)?.catalogType else { continue }
-            found.append(try service.search(term: term, type: key, account: service.account, limit: perType, offset: 0,
-                                            namesOnly: true).items.map { MusicCatalogService.trimmed($0) })
-        }
         for rank in 0..<perType {
             for items in found {
                 if let resource = items.dropFirst(rank).first, let result = MusicCatalogSearchResponse.TopResult(resource: resource) {

@@ -183,9 +183,14 @@ final class MusicCatalogService: Sendable {
         }
     }
 
-    func suggestedTerms(for term: String, account: MusicAccountSettings, limit: Int) throws -> [String] {
+    /// Suggested terms for what is typed, and the top results of `topTypes` (items whose name
+    /// matches: a picker's as the person types), `perType` of each.
+    func suggestions(for term: String, account: MusicAccountSettings, limit: Int, topTypes: [String],
+                     perType: Int) throws -> (terms: [String], top: [String: [ResourceObject]]) {
         try withStore {
-            try $0.suggestedNames(term: term, storefront: account.storefront, limit: limit, excludeExplicit: !account.allowsExplicitContent)
+            let found = try $0.suggestions(term: term, storefront: account.storefront, limit: limit,
+                                           excludeExplicit: !account.allowsExplicitContent, topTypes: topTypes, perType: perType)
+            return (found.names, found.top)
         }
     }
 
