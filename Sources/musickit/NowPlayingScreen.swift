@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MusicKit
+import Synchronization
 
 /// `musickit play`'s full-screen view on a terminal: the current entry (artwork, title, artist,
 /// album), a progress bar with the time, the repeat and shuffle modes, what plays next, the last
@@ -20,19 +21,41 @@ final class NowPlayingScreen: @unchecked Sendable {
         var modes: [String]
         var upcoming: [String]
         var messages: [String]
-        /// The artwork drawn for the box `artworkBox` gives, as lines of terminal text.
-        var artwork: [String]?
+        /// The artwork for the box `artworkBox` gives.
+        var artwork: Art?
+    }
+
+    /// Artwork for the screen: lines of block symbols, or pixels (the escape sequences of the
+    /// terminal's image protocol, written at the box's corner once per image: the text drawn
+    /// afterwards steps over the box instead of writing into it).
+    enum Art: Equatable {
+        case lines([String])
+        case pixels(String)
     }
 
     let colours: Bool
+    /// How the terminal shows pictures pixel by pixel, if it does (never under NO_COLOR).
+    let pixelProtocol: TerminalImage.PixelProtocol?
     private let terminal = TerminalScreen(input: 0, output: 1)
+    /// The pixels last written into the artwork box, if any, and the terminal's size then.
+    private let drawnPixels = Mutex<DrawnPixels?>(nil)
+
+    private struct DrawnPixels: Equatable {
+        let image: String
+        let columns: Int
+        let rows: Int
+    }
 
     /// The screen when standard output is a terminal that can show it; nil otherwise.
     init?() {
         let environment = ProcessInfo.processInfo.environment
         guard TerminalScreen.canShow(on: 1, environment: environment) else { return nil }
         colours = (environment["NO_COLOR"] ?? "").isEmpty
+        pixelProtocol = colours ? TerminalImage.PixelProtocol.fromEnvironment(environment) : nil
     }
+
+    /// The size of one cell in pixels.
+    var cellPixels: (width: Int, height: Int) { terminal.cellPixels }
 
     /// The terminal's size in cells.
     var size: (columns: Int, rows: Int) { terminal.size }
@@ -59,6 +82,19 @@ final class NowPlayingScreen: @unchecked Sendable {
     func draw(_ model: Model) {
         let (columns, rows) = size
         terminal.draw(lines(model, columns: columns, rows: rows))
+        var image: String?
+        if case .pixels(let pixels)? = model.artwork, artworkBox(columns: columns, rows: rows) != nil { image = pixels }
+        // Drawn again when it changes, and after a resize (a terminal may drop pictures then).
+        let drawn = image.map { DrawnPixels(image: $0, columns: columns, rows: rows) }
+        let previous = drawnPixels.withLock { last in
+            defer { last = drawn }
+            return last
+        }
+        guard drawn != previous else { return }
+        // kitty keeps images until they are deleted; sixels and iTerm2's images are overwritten.
+        var output = pixelProtocol == .kitty && previous != nil ? "\u{1B}_Ga=d\u{1B}\\" : ""
+        if let image { output += "\u{1B}7\u{1B}[1;2H" + image + "\u{1B}8" }
+        if !output.isEmpty { terminal.write(output) }
     }
 
     /// The screen's lines for `model` at `columns`×`rows`.
@@ -93,11 +129,16 @@ final class NowPlayingScreen: @unchecked Sendable {
         }
 
         var lines: [String] = []
-        let artwork = model.artwork ?? []
+        let artwork: [String] = if case .lines(let lines)? = model.artwork { lines } else { [] }
         for row in 0..<max(panel.count, box?.rows ?? 0) {
             var line = ""
             if let box {
-                line += " " + (row < artwork.count ? artwork[row] + "\u{1B}[0m" : String(repeating: " ", count: box.columns)) + "  "
+                switch model.artwork {
+                case .pixels?:
+                    line += " \u{1B}[\(box.columns)C  "  // over the picture, not into it
+                default:
+                    line += " " + (row < artwork.count ? artwork[row] + "\u{1B}[0m" : String(repeating: " ", count: box.columns)) + "  "
+                }
             } else {
                 line += " "
             }

@@ -141,14 +141,16 @@ final class PlayerSession: @unchecked Sendable {
         var messages: [String] = []
         /// What went to standard error while the full screen was up, printed again when it is left.
         var errorsWhileOnScreen: [String] = []
-        /// The artwork last drawn for the screen, and for what (artwork, box size).
-        var drawnArtwork: (key: ArtworkKey, lines: [String]?)?
+        /// The artwork last drawn for the screen, and for what (artwork, box size, cell size).
+        var drawnArtwork: (key: ArtworkKey, art: NowPlayingScreen.Art?)?
     }
 
     struct ArtworkKey: Equatable {
         let artwork: Artwork
         let columns: Int
         let rows: Int
+        let cellWidth: Int
+        let cellHeight: Int
     }
 
     /// Underruns (silence written because the decoder was late) and device xruns.
@@ -493,17 +495,28 @@ final class PlayerSession: @unchecked Sendable {
             modes: modes, upcoming: upcoming, messages: state.withLock { $0.messages }, artwork: artworkLines(for: entry))
     }
 
-    /// The current entry's artwork drawn for the screen's artwork box (drawn again only when the
-    /// artwork or the box changes); nil when there is none or no room for it.
-    private func artworkLines(for entry: MusicPlayer.Queue.Entry?) -> [String]? {
+    /// The current entry's artwork for the screen's artwork box: pixels where the terminal
+    /// shows them, else block symbols (made again only when the artwork, the box or the cell
+    /// size changes); nil when there is none or no room for it.
+    private func artworkLines(for entry: MusicPlayer.Queue.Entry?) -> NowPlayingScreen.Art? {
         guard let screen, let artwork = entry?.artwork else { return nil }
         let (columns, rows) = screen.size
         guard let box = screen.artworkBox(columns: columns, rows: rows) else { return nil }
-        let key = ArtworkKey(artwork: artwork, columns: box.columns, rows: box.rows)
-        if let drawn = state.withLock({ $0.drawnArtwork }), drawn.key == key { return drawn.lines }
-        let lines = artwork.terminalImage(columns: box.columns, rows: box.rows)
-        state.withLock { $0.drawnArtwork = (key, lines) }
-        return lines
+        let cell = screen.cellPixels
+        let key = ArtworkKey(artwork: artwork, columns: box.columns, rows: box.rows, cellWidth: cell.width, cellHeight: cell.height)
+        if let drawn = state.withLock({ $0.drawnArtwork }), drawn.key == key { return drawn.art }
+        var art: NowPlayingScreen.Art?
+        if let pixelProtocol = screen.pixelProtocol,
+           let url = artwork.url(width: box.columns * cell.width, height: box.rows * cell.height), url.isFileURL,
+           let image = try? RGBAImage(imageFile: url.path),
+           let pixels = try? TerminalImage.pixels(for: image, columns: box.columns, rows: box.rows, cellWidth: cell.width,
+                                                  cellHeight: cell.height, using: pixelProtocol) {
+            art = .pixels(pixels)
+        } else {
+            art = artwork.terminalImage(columns: box.columns, rows: box.rows).map(NowPlayingScreen.Art.lines)
+        }
+        state.withLock { $0.drawnArtwork = (key, art) }
+        return art
     }
 
     private func clearStatusLine() {

@@ -166,4 +166,75 @@ final class NowPlayingScreenTests: TerminalTestCase {
         try tmux(["send-keys", "-t", "0", "q"])
         try waitForScreen("the end") { $0.contains("AFTER-0") }
     }
+
+    /// What `musickit play` writes to a terminal of `columns`×`rows` cells of 10×20 pixels (a
+    /// pseudo-terminal made by Python's pty module), with `environment`, for `seconds`, then
+    /// after `q`: the raw bytes, escape sequences and all.
+    private func rawOutput(_ file: URL, environment: [String: String], seconds: Double) throws -> String {
+        let device = try AudioTestEnvironment.requirePulse()
+        _ = try SharedMonitor.recorder()
+        let script = """
+            import fcntl, os, pty, select, struct, sys, termios, time
+            pid, fd = pty.fork()
+            if pid == 0:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 1000, 600))
+                os.execv(sys.argv[1], sys.argv[1:])
+            out, start, quit = b"", time.time(), False
+            while True:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if ready:
+                    try:
+                        data = os.read(fd, 65536)
+                    except OSError:
+                        break
+                    if not data:
+                        break
+                    out += data
+                if not quit and time.time() - start > float(os.environ["SECONDS_BEFORE_QUIT"]):
+                    os.write(fd, b"q")
+                    quit = True
+                if time.time() - start > 30:
+                    break
+            os.waitpid(pid, 0)
+            open(os.environ["RAW_OUTPUT"], "wb").write(out)
+            """
+        let raw = directory.appendingPathComponent("raw-\(UUID().uuidString)")
+        var variables = ProcessInfo.processInfo.environment.merging(folders) { $1 }
+        variables.merge(["TERM": "xterm-256color", "NO_COLOR": "", "SWIFT_BACKTRACE": "enable=no",
+                         "SECONDS_BEFORE_QUIT": String(seconds), "RAW_OUTPUT": raw.path]) { $1 }
+        variables.merge(environment) { $1 }
+        let result = try runTool("/usr/bin/python3", ["-c", script, CommandLineTests.executable.path, "play", "--device", device,
+                                                      file.path], environment: variables)
+        XCTAssertEqual(result.code, 0, result.out)
+        return String(decoding: try Data(contentsOf: raw), as: UTF8.self)
+    }
+
+    func testArtworkIsDrawnInPixelsOnceWhereTheTerminalShowsThem() throws {
+        let album = directory.appendingPathComponent("Album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        let song = album.appendingPathComponent("Pictured.flac")
+        try writeTone(to: song, hz: 440, seconds: 20, title: "Pictured", album: "Screen Tests")
+        let cover = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Assets/Artwork/angelic-asylum.png")
+        try FileManager.default.copyItem(at: cover, to: album.appendingPathComponent("cover.png"))
+
+        // kitty's protocol: the picture sent once (an APC `_G` transmission), though the screen
+        // is drawn again as the time moves; the text steps over the 36×18-cell box.
+        let kitty = try rawOutput(song, environment: ["MUSICKIT_TERMINAL_GRAPHICS": "kitty"], seconds: 2)
+        XCTAssertEqual(kitty.components(separatedBy: "\u{1B}_Ga=T").count - 1, 1, "one picture transmitted")
+        XCTAssertGreaterThanOrEqual(kitty.components(separatedBy: "\u{1B}[H").count - 1, 3, "the screen drawn several times")
+        XCTAssertTrue(kitty.contains("\u{1B}[36C"), "the text steps over the picture's cells")
+        XCTAssertTrue(kitty.contains("Pictured"))
+        XCTAssertFalse(kitty.contains("▄") || kitty.contains("▀"), "no block symbols for the artwork")
+
+        // Sixels: one DCS picture.
+        let sixel = try rawOutput(song, environment: ["MUSICKIT_TERMINAL_GRAPHICS": "sixel"], seconds: 1)
+        XCTAssertEqual(sixel.components(separatedBy: "\u{1B}P").count - 1, 1, "one sixel picture")
+        XCTAssertFalse(sixel.contains("\u{1B}_G"))
+
+        // Elsewhere: block symbols, no picture protocol.
+        let symbols = try rawOutput(song, environment: [:], seconds: 1)
+        XCTAssertFalse(symbols.contains("\u{1B}_G") || symbols.contains("\u{1B}P"))
+        XCTAssertTrue(symbols.contains("▄") || symbols.contains("▀") || symbols.contains("█"), "the artwork in block symbols")
+    }
 }

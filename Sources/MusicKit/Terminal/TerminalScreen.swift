@@ -30,6 +30,15 @@ package final class TerminalScreen: @unchecked Sendable {
         return (Int(window.ws_col), Int(window.ws_row))
     }
 
+    /// The size of a cell in pixels, when the terminal says (its window's pixel size over its
+    /// cells); 10×20 when it does not.
+    package var cellPixels: (width: Int, height: Int) {
+        var window = winsize()
+        guard ioctl(output, UInt(TIOCGWINSZ), &window) == 0, window.ws_col > 0, window.ws_row > 0,
+              window.ws_xpixel > 0, window.ws_ypixel > 0 else { return (10, 20) }
+        return (Int(window.ws_xpixel) / Int(window.ws_col), Int(window.ws_ypixel) / Int(window.ws_row))
+    }
+
     /// Switches to the alternate screen, hides the cursor and, with `rawKeys`, makes `input`
     /// deliver keys one by one without echo.
     package func enter(rawKeys: Bool) {
