@@ -52,7 +52,10 @@ enum PreviewCache {
         var written = 0
         do {
             defer { close(descriptor) }
-            try HTTPClient.download(URLRequest(url: url)) { bytes, total in
+            var request = URLRequest(url: url)
+            // The decoder waits for the packet it reads: a stalled download fails in 10 s.
+            request.timeoutInterval = 10
+            try HTTPClient.download(request) { bytes, total in
                 try PrivateFiles.writeAll(bytes, to: descriptor, path: growing.partialPath)
                 written += bytes.count
                 growing.wrote(written, of: total)

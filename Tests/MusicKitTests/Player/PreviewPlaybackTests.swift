@@ -103,4 +103,38 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: PreviewCache.directory().path), [],
                        "nothing kept of a failed download")
     }
+
+    /// A preview arriving at about the rate it plays (AAC at 256 kbit/s over a 32 KB/s link)
+    /// does not hold up the person: a skip goes to the next entry at once, and stopping does
+    /// not wait for the download. (The decoder waits for the packet it is reading: on a link
+    /// that stalls, up to the download's 10 s timeout.)
+    func testASkipOrAStopDoesNotWaitForASlowDownload() async throws {
+        let wav = directory.appendingPathComponent("slow.wav")
+        try writeAudioFile(wav, TestSignal.sweep(frames: 88_200 * 2), format: .wav16)
+        let m4a = directory.appendingPathComponent("slow.m4a")
+        try encodeWithFFmpeg(wav, to: m4a, codec: "aac", arguments: ["-b:a", "256k", "-movflags", "+faststart"])
+        let bytes = try Data(contentsOf: m4a)
+        let previews = try LocalHTTPServer { _ in
+            LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: bytes, pace: (bytes: 3_200, interval: 0.1))
+        }
+        servers.append(previews)
+        let song = try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/slow.m4a"))
+        let (library, _) = try GeneratedSongs.tones([500], frames: 4_410, into: directory)
+
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: [song, library[0]])
+        try await player.play()
+        let asked = Date()
+        try await player.skipToNextEntry()
+        await log.wait("the next entry", timeout: 5) { $0.startedTitles.contains("Tone 1") }
+        XCTAssertLessThan(Date().timeIntervalSince(asked), 0.5, "the skip did not wait for the download")
+        XCTAssertTrue(previews.answersFinished.isEmpty, "the download was still going")
+
+        player.queue = [song]
+        try await player.play()
+        let stopping = Date()
+        player.stop()
+        XCTAssertLessThan(Date().timeIntervalSince(stopping), 0.5, "stop did not wait for the download")
+    }
 }
