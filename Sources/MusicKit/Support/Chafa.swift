@@ -77,15 +77,22 @@ package enum TerminalImage {
         case .sixel: LibChafa.pixelModeSixels
         }
         chafa.setPixelMode(config, mode)
+        // The fallback terminal description has every protocol's sequences.
+        let termInfo = chafa.fallbackTermInfo(chafa.defaultTermDb())
+        defer { chafa.unrefTermInfo(termInfo) }
+        return try render(image, chafa, config, termInfo: termInfo)
+    }
+
+    /// `image` drawn on a canvas made with `config` and printed for `termInfo` (nil: chafa's
+    /// default sequences).
+    private static func render(_ image: RGBAImage, _ chafa: LibChafa, _ config: OpaquePointer?,
+                               termInfo: OpaquePointer?) throws(Failure) -> String {
         guard let canvas = chafa.newCanvas(config) else { throw Failure(description: "chafa_canvas_new failed") }
         defer { chafa.unrefCanvas(canvas) }
         image.pixels.withUnsafeBufferPointer { pixels in
             chafa.drawAllPixels(canvas, LibChafa.pixelRGBA8Unassociated, pixels.baseAddress, Int32(image.width),
                                 Int32(image.height), Int32(image.width * 4))
         }
-        // The fallback terminal description has every protocol's sequences.
-        let termInfo = chafa.fallbackTermInfo(chafa.defaultTermDb())
-        defer { chafa.unrefTermInfo(termInfo) }
         guard let printed = chafa.print(canvas, termInfo) else { throw Failure(description: "chafa_canvas_print failed") }
         let text = printed.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: 1) { $0.pointee }
             .map { String(cString: $0) } ?? ""
@@ -112,16 +119,7 @@ package enum TerminalImage {
         chafa.setCanvasMode(config, mode)
         chafa.setPixelMode(config, LibChafa.pixelModeSymbols)
         chafa.setSymbolMap(config, symbols)
-        guard let canvas = chafa.newCanvas(config) else { throw Failure(description: "chafa_canvas_new failed") }
-        defer { chafa.unrefCanvas(canvas) }
-        image.pixels.withUnsafeBufferPointer { pixels in
-            chafa.drawAllPixels(canvas, LibChafa.pixelRGBA8Unassociated, pixels.baseAddress, Int32(image.width),
-                                Int32(image.height), Int32(image.width * 4))
-        }
-        guard let printed = chafa.print(canvas, nil) else { throw Failure(description: "chafa_canvas_print failed") }
-        let text = printed.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: 1) { $0.pointee }
-            .map { String(cString: $0) } ?? ""
-        _ = chafa.freeString(printed, 1)
+        let text = try render(image, chafa, config, termInfo: nil)
         return text.split(separator: "\n", omittingEmptySubsequences: false).prefix(rows)
             .map { $0.replacingOccurrences(of: "\r", with: "") + "\u{1B}[0m" }
     }

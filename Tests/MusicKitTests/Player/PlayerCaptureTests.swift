@@ -18,14 +18,7 @@ final class PlayerCaptureTests: XCTestCase {
         capture = directory.appendingPathComponent("capture.raw")
     }
 
-    private func makePlayer() -> ApplicationMusicPlayer {
-        let player = ApplicationMusicPlayer(engineConfiguration: captureConfiguration(capture))
-        addTeardownBlock {
-            player.stop()
-            player.waitForHistoryWrites()
-        }
-        return player
-    }
+    private func makePlayer() -> ApplicationMusicPlayer { makeCapturePlayer(capture, for: self) }
 
     private func captured() throws -> [Int16] { trimmingTrailingSilence(try readCapture(capture)) }
 

@@ -149,3 +149,13 @@ func authorizeTestApp() throws {
     try MusicAuthorizationSettings.set(.authorized, for: MusicKitEnvironment.current.applicationIdentifier)
 }
 
+/// A player writing into ALSA's `file` capture at `capture`, stopped (and its history written)
+/// when `testCase` ends.
+func makeCapturePlayer(_ capture: URL, for testCase: XCTestCase) -> ApplicationMusicPlayer {
+    let player = ApplicationMusicPlayer(engineConfiguration: captureConfiguration(capture))
+    testCase.addTeardownBlock {
+        player.stop()
+        player.waitForHistoryWrites()
+    }
+    return player
+}

@@ -40,14 +40,7 @@ final class PreviewPlaybackTests: XCTestCase {
         return try XCTUnwrap(songs.first)
     }
 
-    private func makePlayer() -> ApplicationMusicPlayer {
-        let player = ApplicationMusicPlayer(engineConfiguration: captureConfiguration(capture))
-        addTeardownBlock {
-            player.stop()
-            player.waitForHistoryWrites()
-        }
-        return player
-    }
+    private func makePlayer() -> ApplicationMusicPlayer { makeCapturePlayer(capture, for: self) }
 
     func testAPreviewPlaysWhileItDownloadsAndIsKeptForNextTime() async throws {
         let signal = TestSignal.sweep(frames: 88_200)
