@@ -15,9 +15,23 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
         = DefaultMusicTokenProvider()
 
     /// The Apple Music API's address (`MUSICKIT_API_BASE_URL`, for a local server; Linux addition).
-    static var baseURL: URL {
+    static var baseURL: URL { configuredBaseURL ?? URL(string: "https://api.music.apple.com")! }
+
+    private static var configuredBaseURL: URL? {
         ProcessInfo.processInfo.environment["MUSICKIT_API_BASE_URL"].flatMap { $0.isEmpty ? nil : URL(string: $0) }
-            ?? URL(string: "https://api.music.apple.com")!
+    }
+
+    /// `url`, sent to `MUSICKIT_API_BASE_URL` instead when it names the Apple Music API and
+    /// another address is configured: code written for Apple platforms (which spells out
+    /// `https://api.music.apple.com/v1/…`) then runs against a local server unchanged.
+    static func routed(_ url: URL) -> URL {
+        guard let base = configuredBaseURL, url.host?.lowercased() == "api.music.apple.com",
+              var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              let target = URLComponents(url: base, resolvingAgainstBaseURL: true) else { return url }
+        components.scheme = target.scheme
+        components.host = target.host
+        components.port = target.port
+        return components.url ?? url
     }
 
     /// The two-letter code of the user's storefront: from the Apple Music API (`/v1/me/storefront`)
@@ -45,6 +59,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
     /// `429` and `5xx` answers are tried again a few times first (see `RetryPolicy`).
     public func response() async throws -> MusicDataResponse {
         var request = urlRequest
+        request.url = request.url.map(MusicDataRequest.routed)
         let provider = MusicDataRequest.tokenProvider
         if request.value(forHTTPHeaderField: "Authorization") == nil {
             let developerToken = try await provider.developerToken(options: [])

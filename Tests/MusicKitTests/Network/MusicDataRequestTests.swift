@@ -232,6 +232,20 @@ final class MusicDataRequestTests: XCTestCase {
         }
     }
 
+    /// Code written for Apple platforms spells out the API's address; with
+    /// MUSICKIT_API_BASE_URL set it reaches that server instead, path and query unchanged.
+    func testRequestsForTheAPIsAddressGoToTheConfiguredServer() async throws {
+        let body = try fixture("song-897072750-us.json")
+        let server = try serve { _ in LocalHTTPServer.Answer(body: body) }
+        setenv("MUSICKIT_API_BASE_URL", server.baseURL.absoluteString, 1)
+        let url = URL(string: "https://api.music.apple.com/v1/catalog/us/songs/897072750?l=en-US")!
+        let response = try await MusicDataRequest(urlRequest: URLRequest(url: url)).response()
+        let songs = try JSONDecoder().decode(MusicItemCollection<Song>.self, from: response.data)
+        XCTAssertEqual(songs.first?.title, "Invitation (Live)")
+        XCTAssertEqual(server.requests.first?.target, "/v1/catalog/us/songs/897072750?l=en-US")
+        XCTAssertEqual(server.requests.first?.header("Authorization"), "Bearer developer-token-for-tests")
+    }
+
     func testCurrentCountryCodeIsTheUsersStorefrontOrTheAccounts() async throws {
         let server = try serve { _ in LocalHTTPServer.Answer(body: Data(#"{"data":[{"id":"gb","type":"storefronts"}]}"#.utf8)) }
         setenv("MUSICKIT_API_BASE_URL", server.baseURL.absoluteString, 1)
