@@ -26,8 +26,8 @@ public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatabl
 
 /// Plays a queue of local audio files through ALSA, gaplessly.
 ///
-/// A decoder thread reads the files (libsndfile), converts them to the stream's rate and
-/// channels and writes them into a lock-free ring; a real-time audio thread moves frames
+/// A decoder thread reads the files (libsndfile; FFmpeg for MP4: AAC and ALAC), converts them
+/// to the stream's rate and channels and writes them into a lock-free ring; a real-time audio thread moves frames
 /// from the ring to the PCM device. Control calls post commands to the audio thread through
 /// a lock-free queue and wake it with an eventfd.
 ///

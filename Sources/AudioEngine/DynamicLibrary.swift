@@ -3,8 +3,9 @@ import Glibc
 /// A C library opened when first needed (dlopen) rather than linked, so that a program that
 /// does not use it does not load it and what it depends on at every start (the CLI's commands
 /// that only talk to the daemon, for instance). The engine's decoder and resampler open
-/// libsndfile (with its eight codec libraries) and libsoxr this way; MusicKit opens libsystemd
-/// for musickitd's MPRIS and libcrypto for developer tokens. The wrapper of each library keeps a
+/// libsndfile (with its eight codec libraries), FFmpeg's libraries and libsoxr this way;
+/// MusicKit opens libsystemd for musickitd's MPRIS, libcrypto and libssl for the Apple Music
+/// API, libpng and libchafa for artwork. The wrapper of each library keeps a
 /// table of the functions it calls, filled from here once.
 package struct DynamicLibrary: @unchecked Sendable {
     // @unchecked: a dlopen handle is usable from any thread; it is never closed.

@@ -20,16 +20,17 @@ enum PlayCommand {
     usage: musickit play [--device NAME] [--repeat none|one|all] [--shuffle] [--crossfade SECONDS] [--no-ui]
                          [--system] FILE|ID|TERM...
 
-    Plays through ApplicationMusicPlayer, one entry after the other without a gap: audio files
-    (WAV, FLAC, Ogg Vorbis, Opus, MP3, ...), catalog songs, albums and playlists by ID, library
-    items by ID (i.…, l.…, p.…), or the best match for a search term (`musickit play gapless
-    demo`). On a terminal it shows what plays full screen (a status line when TERM=dumb; no
-    colours with NO_COLOR). Albums and playlists load their tracks as they are reached. An
-    entry that cannot be played is skipped with the reason. Catalog content needs the
-    account's subscription; the first time, musickit asks for access to Apple Music
-    (`musickit authorize musickit --allow` answers ahead, for scripts). With --system the
-    queue goes to the system player (the daemon musickitd, started if none runs), which plays
-    on after this command returns; `musickit status|pause|next|previous|seek|stop` control it.
+    Plays through ApplicationMusicPlayer, one entry after the other without a gap: audio
+    files (WAV, FLAC, Ogg Vorbis, Opus, MP3, M4A with AAC or ALAC, ...), catalog songs,
+    albums and playlists by ID, library items by ID (i.…, l.…, p.…), or the best match for a
+    search term (`musickit play gapless demo`). On a terminal it shows what plays full
+    screen (a status line when TERM=dumb; no colours with NO_COLOR). Albums and playlists
+    load their tracks as they are reached. An entry that cannot be played is skipped with
+    the reason. Catalog content needs the account's subscription; the first time, musickit
+    asks for access to Apple Music (`musickit authorize musickit --allow` answers ahead, for
+    scripts). With --system the queue goes to the system player (the daemon musickitd,
+    started if none runs), which plays on after this command returns; `musickit
+    status|pause|next|previous|seek|stop` control it.
 
     options:
     \(spec.optionsHelp())

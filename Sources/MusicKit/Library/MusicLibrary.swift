@@ -340,7 +340,7 @@ public enum MusicLibraryScanner {
     }
 
     /// Scans the folders: new and changed files are read (tags and covers through libsndfile
-    /// or FFmpeg; a folder's `cover.jpg` and the like for files without one), unchanged ones
+    /// or FFmpeg, the decoder the file's content calls for; a folder's `cover.jpg` and the like for files without one), unchanged ones
     /// only looked at, vanished ones removed. Unreadable files are listed with the reason.
     public static func scan(progress: (@Sendable (LibraryScanProgress) -> Void)? = nil) throws -> LibraryScanResult {
         let service = try MusicLibrary.authorizedService()
