@@ -1,15 +1,28 @@
 import Foundation
+import Glibc
+import Synchronization
 
 /// The artwork of a library file, as the Apple Music API's artwork object (`url`, `width`,
 /// `height`): the cover stored in the file (MP4's `covr`), kept once per distinct image in
 /// `<data>/library-artwork/`, else an image in the file's folder (`cover.jpg`, `folder.png`,
-/// `front.jpg`, ...), used where it is. PNG and JPEG; nil when there is none.
+/// `front.jpg`, ... in their usual spellings), used where it is. PNG and JPEG; nil when none.
 ///
-/// One per scan: a folder's image is looked for once.
-final class LibraryArtwork {
-    static let folderImageNames = ["cover", "folder", "front", "album", "albumart"]
+/// A folder's image is looked for once per instance: one per library scan, and one per data
+/// folder for the songs made from files (`Song(fileURL:)`, `shared(for:)`). Candidate names are
+/// checked one by one (a stat each), never by listing the folder, which may hold thousands of files.
+///
+/// Thread safety: any thread.
+final class LibraryArtwork: Sendable {
+    /// Folder image names, in the order they are preferred: the spellings rippers and players use.
+    static let folderImageNames = [
+        "cover.jpg", "cover.png", "cover.jpeg", "Cover.jpg", "Cover.png", "Cover.jpeg", "COVER.JPG", "COVER.PNG",
+        "folder.jpg", "folder.png", "Folder.jpg", "Folder.png", "FOLDER.JPG",
+        "front.jpg", "front.png", "Front.jpg", "Front.png", "FRONT.JPG",
+        "album.jpg", "album.png", "Album.jpg", "Album.png", "AlbumArt.jpg", "albumart.jpg",
+    ]
     let directory: URL
-    private var folders: [String: JSONValue?] = [:]
+    private let folders = Mutex<[String: JSONValue?]>([:])
+    private static let sharedByDirectory = Mutex<[URL: LibraryArtwork]>([:])
 
     init(directory: URL) {
         self.directory = directory
@@ -19,12 +32,23 @@ final class LibraryArtwork {
         environment.dataDirectory.appendingPathComponent("library-artwork")
     }
 
+    /// The process's instance for `environment` (for songs made from files one at a time).
+    static func shared(for environment: MusicKitEnvironment) -> LibraryArtwork {
+        let directory = directory(environment)
+        return sharedByDirectory.withLock { instances in
+            if let instance = instances[directory] { return instance }
+            let instance = LibraryArtwork(directory: directory)
+            instances[directory] = instance
+            return instance
+        }
+    }
+
     func artwork(embedded: Data?, besides path: String) -> JSONValue? {
         if let embedded, let stored = store(embedded) { return stored }
         let folder = (path as NSString).deletingLastPathComponent
-        if let known = folders[folder] { return known }
+        if let known = folders.withLock({ $0[folder] }) { return known }
         let found = folderImage(in: folder)
-        folders[folder] = found
+        folders.withLock { $0[folder] = found }
         return found
     }
 
@@ -50,18 +74,11 @@ final class LibraryArtwork {
     }
 
     private func folderImage(in folder: String) -> JSONValue? {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return nil }
-        let candidates = names.filter { name in
-            let url = URL(fileURLWithPath: name)
-            return ["jpg", "jpeg", "png"].contains(url.pathExtension.lowercased())
-                && LibraryArtwork.folderImageNames.contains(url.deletingPathExtension().lastPathComponent.lowercased())
-        }.sorted { first, second in
-            let rank = { (name: String) in LibraryArtwork.folderImageNames.firstIndex(of: URL(fileURLWithPath: name).deletingPathExtension().lastPathComponent.lowercased()) ?? 99 }
-            return (rank(first), first) < (rank(second), second)
-        }
-        for name in candidates {
+        for name in LibraryArtwork.folderImageNames {
             let file = URL(fileURLWithPath: folder).appendingPathComponent(name)
-            guard let handle = FileHandle(forReadingAtPath: file.path) else { continue }
+            var status = stat()
+            guard stat(file.path, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+                  let handle = FileHandle(forReadingAtPath: file.path) else { continue }
             let head = handle.readData(ofLength: 1 << 16)
             try? handle.close()
             if let size = ImageFile.size(of: head) { return LibraryArtwork.object(file, size) }
