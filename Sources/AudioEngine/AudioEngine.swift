@@ -55,6 +55,16 @@ public final class AudioEngine: Sendable {
         self.configuration = configuration
     }
 
+    /// Starts opening `configuration`'s device for a stream at `sampleRate` (the configuration's
+    /// rate when it has one) on a thread of its own, so that the next engine to play on it finds
+    /// it open: a command-line tool calls this first thing, and opening the device (~4 ms through
+    /// a sound server) overlaps reading its arguments and its first file. Nothing is written to
+    /// the device, so nothing is heard early; an engine that asks for another device or rate
+    /// opens its own (and the warmed-up one is closed).
+    public static func warmUpDevice(_ configuration: AudioEngineConfiguration, sampleRate: Int = 44_100) {
+        WarmDevice.begin(name: configuration.deviceName, request: configuration.pcmRequest(sampleRate: configuration.sampleRate ?? sampleRate))
+    }
+
     deinit { stop() }
 
     // MARK: - Queue
@@ -338,13 +348,15 @@ final class EngineSession: @unchecked Sendable {
         guard let firstEntry, let firstFile else { throw .nothingPlayable(failures.map(\.1)) }
         let sampleRate = configuration.sampleRate ?? firstFile.info.sampleRate
         let channelCount = configuration.channelCount
-        do {
-            device = try PCMDevice(name: configuration.deviceName, request: PCMRequest(
-                sampleRate: sampleRate, channelCount: channelCount, sampleFormats: configuration.sampleFormats,
-                periodSizeInFrames: configuration.periodSizeInFrames,
-                bufferSizeInFrames: configuration.bufferSizeInFrames))
-        } catch {
-            throw .device(error)
+        let request = configuration.pcmRequest(sampleRate: sampleRate)
+        if let warm = WarmDevice.take(name: configuration.deviceName, request: request) {
+            device = warm
+        } else {
+            do {
+                device = try PCMDevice(name: configuration.deviceName, request: request)
+            } catch {
+                throw .device(error)
+            }
         }
         let streamRate = device.configuration.sampleRate
         let first: EntryDecoder

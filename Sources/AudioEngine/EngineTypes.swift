@@ -185,6 +185,15 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     }
 }
 
+
+extension AudioEngineConfiguration {
+    /// What the device is asked for, for a stream at `sampleRate`.
+    func pcmRequest(sampleRate: Int) -> PCMRequest {
+        PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,
+                   periodSizeInFrames: periodSizeInFrames, bufferSizeInFrames: bufferSizeInFrames)
+    }
+}
+
 /// Counters and facts about the open stream.
 public struct AudioEngineStatistics: Sendable, Equatable {
     /// What the device agreed to; nil when no stream is open.

@@ -65,6 +65,11 @@ final class EngineThread: @unchecked Sendable {
         pthread_join(thread, nil)
     }
 
+    /// Lets the thread end on its own, without a `join`.
+    func detach() {
+        pthread_detach(thread)
+    }
+
     /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns false (and changes
     /// nothing) when refused, e.g. without CAP_SYS_NICE or an rtprio limit.
     static func requestRealtimePriority(_ priority: Int32) -> Bool {

@@ -78,6 +78,24 @@ final class EngineCaptureTests: XCTestCase {
         XCTAssertFalse(events.contains { if case .entryFailed = $0 { true } else { false } }, "\(events)")
     }
 
+    /// A device warmed up ahead (as `musickit play` does at its start) is the one the engine
+    /// plays on, and nothing reaches it before the queue; warmed up for another rate, the engine
+    /// opens its own.
+    func testAWarmedUpDeviceIsTakenByTheEngineOnlyWhenItFits() throws {
+        let signal = TestSignal.sweep(frames: 20_000)
+        let paths = try album(signal, cuts: [])
+        let taken = WarmDevice.taken.load(ordering: .relaxed)
+        AudioEngine.warmUpDevice(captureConfiguration(captureURL))
+        let (capture, _, _) = try play(paths)
+        assertCapture(capture, equals: TestSignal.int16(signal))
+        XCTAssertEqual(WarmDevice.taken.load(ordering: .relaxed), taken + 1, "the engine played on the warmed-up device")
+
+        AudioEngine.warmUpDevice(captureConfiguration(captureURL), sampleRate: 48_000)
+        let (again, _, _) = try play(paths)
+        assertCapture(again, equals: TestSignal.int16(signal))
+        XCTAssertEqual(WarmDevice.taken.load(ordering: .relaxed), taken + 1, "a device for another rate is not taken")
+    }
+
     /// With a crossfade, the end of one entry and the start of the next overlap: the old fades
     /// out while the new fades in (equal power); outside the overlap both are bit-exact.
     func testACrossfadeOverlapsTheEndOfAnEntryWithTheStartOfTheNext() throws {

@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+/// A device opened ahead of the engine that will play on it (`AudioEngine.warmUpDevice`), so that
+/// opening it — ~4 ms through a sound server's ALSA plugin — overlaps a program's other start-up
+/// work (reading its arguments, opening the first file, making the player). Only opened and
+/// configured: nothing is written to it, so nothing is heard before `play()`.
+///
+/// One at a time per process; the engine takes it if it asks for the same device with the same
+/// request, and it is closed otherwise.
+enum WarmDevice {
+    private final class Pending: @unchecked Sendable {
+        // @unchecked: `result` is written once under `condition`, then only read under it.
+        let name: String
+        let request: PCMRequest
+        let condition = NSCondition()
+        var result: Result<PCMDevice, ALSAError>?
+
+        init(name: String, request: PCMRequest) {
+            self.name = name
+            self.request = request
+        }
+    }
+
+    private static let pending = Mutex<Pending?>(nil)
+    /// How many engines started on a warmed-up device (for the tests).
+    static let taken = Atomic<Int>(0)
+
+    /// Starts opening `name` for `request` on a thread of its own.
+    static func begin(name: String, request: PCMRequest) {
+        let opening = Pending(name: name, request: request)
+        pending.withLock { $0 = opening }
+        // A plain pthread: Foundation's Thread takes ~1 ms longer to start running.
+        EngineThread(name: "musickit-warm") {
+            let result = Result { () throws(ALSAError) in try PCMDevice(name: name, request: request) }
+            opening.condition.lock()
+            opening.result = result
+            opening.condition.broadcast()
+            opening.condition.unlock()
+        }.detach()
+    }
+
+    /// The warmed-up device, when one was opened for `name` and `request` (waiting for its open
+    /// to finish); nil otherwise, and a device warmed up for something else is closed.
+    static func take(name: String, request: PCMRequest) -> PCMDevice? {
+        guard let opening = pending.withLock({ pending in defer { pending = nil }; return pending }) else { return nil }
+        opening.condition.lock()
+        while opening.result == nil { opening.condition.wait() }
+        let result = opening.result
+        opening.result = nil
+        opening.condition.unlock()
+        // Failed, or another device: the engine opens its own (and reports its own error).
+        guard opening.name == name, opening.request == request, case .success(let device)? = result else { return nil }
+        taken.add(1, ordering: .relaxed)
+        return device
+    }
+}
