@@ -97,7 +97,7 @@ let package = Package(
         ),
         .testTarget(
             name: "musickitTests",
-            dependencies: ["musickit", "AudioEngine"]
+            dependencies: ["musickit", "AudioEngine", "AudioMeasurement", "AudioTestSupport"]
         ),
     ]
 )

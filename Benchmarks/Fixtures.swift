@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioMeasurement
 import Foundation
 
 /// Test signals written once per run: they start at full scale (a sweep), so the first
@@ -74,28 +75,14 @@ struct Fixtures {
         return samples
     }
 
-    /// Samples as a 16-bit device receives them: scaled by 32,768, rounded to the nearest
-    /// (ties to even, as the engine and FFmpeg's converter round), clamped.
-    static func int16(_ samples: [Float]) -> [Int16] {
-        samples.map { Int16(max(-32_768, min(32_767, ($0 * 32_768).rounded(.toNearestOrEven)))) }
-    }
+    /// Samples as a 16-bit device receives them (`pcm16`).
+    static func int16(_ samples: [Float]) -> [Int16] { pcm16(samples) }
 
     static func write(_ url: URL, _ samples: [Float], format: AudioFileWriter.Format = .wav16,
                       sampleRate: Int = 44_100) throws {
         let writer = try AudioFileWriter(path: url.path, format: format, sampleRate: sampleRate, channelCount: 2)
         try writer.write(samples)
         try writer.close()
-    }
-
-    /// Encodes `source` into the MP4 file `destination` with Debian's ffmpeg (`codec`: "aac",
-    /// "alac"; `arguments` before the output, e.g. `-movflags +faststart`).
-    static func encodeWithFFmpeg(_ source: URL, to destination: URL, codec: String, arguments: [String] = []) throws {
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        ffmpeg.arguments = ["-nostdin", "-loglevel", "error", "-y", "-i", source.path, "-c:a", codec] + arguments + [destination.path]
-        try ffmpeg.run()
-        ffmpeg.waitUntilExit()
-        guard ffmpeg.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: destination.path]) }
     }
 
     /// Decodes up to `seconds` of `path` as stereo at `rate`.

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioMeasurement
 import Foundation
 
 /// Fuzzing the decoders: well-formed seed files in every format the engine reads, mutated
@@ -109,7 +110,7 @@ struct FuzzBenchmarks {
         }
         for (name, codec) in [("seed-aac.m4a", "aac"), ("seed-alac.m4a", "alac")] {
             let url = directory.appendingPathComponent(name)
-            try Fixtures.encodeWithFFmpeg(directory.appendingPathComponent("seed.wav"), to: url, codec: codec)
+            try encodeWithFFmpeg(directory.appendingPathComponent("seed.wav"), to: url, codec: codec)
             seeds.append((name, Array(try Data(contentsOf: url))))
         }
         return seeds

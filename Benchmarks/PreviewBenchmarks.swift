@@ -24,11 +24,11 @@ struct PreviewBenchmarks {
         let served = root.appendingPathComponent("served")
         try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
         let preview = served.appendingPathComponent("preview.m4a")
-        try Fixtures.encodeWithFFmpeg(fixtures.sweep, to: preview, codec: "aac",
+        try encodeWithFFmpeg(fixtures.sweep, to: preview, codec: "aac",
                                       arguments: ["-b:a", "256k", "-movflags", "+faststart", "-movie_timescale", "44100"])
         // What a start must be heard as: the AAC decoded (by the same FFmpeg), as 16-bit samples.
         let reference = Fixtures.int16(try Fixtures.decode(preview.path, seconds: 3))
-        let server = try HTTPFileServer(folder: served, latencyMilliseconds: Self.latencyMilliseconds, scratch: root)
+        let server = try HTTPFileServer(folder: served, latencyMilliseconds: Self.latencyMilliseconds)
         defer { server.stop() }
 
         let environment = MusicKitEnvironment(root: root.appendingPathComponent("home"), applicationIdentifier: "musickit-bench")
@@ -75,40 +75,5 @@ struct PreviewBenchmarks {
              "previews":[{"url":"\(preview)"}]}}
             """
         return try JSONDecoder().decode(Song.self, from: Data(json.utf8))
-    }
-}
-
-/// `scripts/http-file-server.py` serving `folder` on 127.0.0.1, each answer `latencyMilliseconds`
-/// late; stopped by PID.
-struct HTTPFileServer {
-    let port: Int
-    private let process: Process
-
-    init(folder: URL, latencyMilliseconds: Int, scratch: URL) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/http-file-server.py")
-        let portFile = scratch.appendingPathComponent("server.port")
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script.path, folder.path, portFile.path, "--delay-ms", String(latencyMilliseconds)]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var written = ""
-        for _ in 0..<500 where written.isEmpty && process.isRunning {
-            written = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
-            if written.isEmpty { usleep(10_000) }
-        }
-        guard let port = Int(written) else {
-            process.terminate()
-            throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: portFile.path])
-        }
-        self.port = port
-    }
-
-    func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
     }
 }

@@ -89,7 +89,7 @@ struct ThroughputBenchmarks {
         // MP4 through FFmpeg, made from the WAV by Debian's ffmpeg.
         for (name, codec) in [("AAC (MP4)", "aac"), ("ALAC (MP4)", "alac")] {
             let url = fixtures.directory.appendingPathComponent("decode-\(codec).m4a")
-            try Fixtures.encodeWithFFmpeg(fixtures.directory.appendingPathComponent("decode.wav"), to: url, codec: codec)
+            try encodeWithFFmpeg(fixtures.directory.appendingPathComponent("decode.wav"), to: url, codec: codec)
             try measure(name, url, rate: 44_100)
         }
         // Sample-rate conversion on top: the same FLAC at 48 kHz into a 44.1 kHz stream.

@@ -114,13 +114,16 @@ public final class AudioFileDecoder {
 
     public init(path: String) throws(DecoderError) {
         self.path = path
-        if GrowingFile.growing(path) != nil {
-            // Still downloading (a catalog preview): FFmpeg reads it as it arrives.
-            reader = try FFmpegReader(path: path)
-            info = reader.info
-            declaredFrameCount = reader.declaredFrameCount
-            return
-        }
+        reader = try AudioFileDecoder.reader(for: path)
+        info = reader.info
+        declaredFrameCount = reader.declaredFrameCount
+    }
+
+    /// The reader `path` calls for: FFmpeg for a file still downloading (a catalog preview, read
+    /// as it arrives) and for MP4/ADTS content, libsndfile for the rest — once the file is known
+    /// to be a readable regular file with bytes.
+    private static func reader(for path: String) throws(DecoderError) -> any AudioFileReader {
+        if GrowingFile.growing(path) != nil { return try FFmpegReader(path: path) }
         var status = stat()
         if stat(path, &status) != 0 {
             let code = errno
@@ -139,9 +142,8 @@ public final class AudioFileDecoder {
         if access(path, R_OK) != 0 {
             throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno))))
         }
-        reader = FFmpegReader.recognizes(AudioFileDecoder.head(of: path)) ? try FFmpegReader(path: path) : try SndFileReader(path: path)
-        info = reader.info
-        declaredFrameCount = reader.declaredFrameCount
+        let head = AudioFileDecoder.head(of: path)
+        return FFmpegReader.recognizes(head) ? try FFmpegReader(path: path) : try SndFileReader(path: path, head: head)
     }
 
     /// The first bytes of a file (up to 12), for choosing its reader.

@@ -19,8 +19,9 @@ final class SndFileReader: AudioFileReader {
     /// Frames decoded so far (the read position).
     private var position = 0
 
-    /// Opens `path`, a readable regular file with bytes (`AudioFileDecoder` checked).
-    init(path: String) throws(DecoderError) {
+    /// Opens `path`, a readable regular file with bytes (`AudioFileDecoder` checked) that
+    /// starts with `head`.
+    init(path: String, head: [UInt8]) throws(DecoderError) {
         self.path = path
         let sndfile: LibSndFile
         switch LibSndFile.loaded {
@@ -29,7 +30,7 @@ final class SndFileReader: AudioFileReader {
         }
         self.sndfile = sndfile
         var sfinfo = SF_INFO()
-        let opened = SndFileReader.isMPEG(path) ? MPEGNotes.withNotesDropped { sndfile.open(path, Int32(SFM_READ), &sfinfo) }
+        let opened = SndFileReader.isMPEG(path, head: head) ? MPEGNotes.withNotesDropped { sndfile.open(path, Int32(SFM_READ), &sfinfo) }
             : sndfile.open(path, Int32(SFM_READ), &sfinfo)
         guard let handle = opened else {
             let code = sndfile.error(nil)
@@ -79,16 +80,13 @@ final class SndFileReader: AudioFileReader {
 
     /// Whether libsndfile will hand the file to libmpg123: an `.mp3`/`.mp2` name, or, for a
     /// name that is none of the formats read here, an ID3 tag or an MPEG frame sync at its
-    /// start (files named as another format are not read twice for this).
-    static func isMPEG(_ path: String) -> Bool {
+    /// start (`head`: its first bytes, read once by `AudioFileDecoder`).
+    static func isMPEG(_ path: String, head: [UInt8]) -> Bool {
         let fileExtension = (path as NSString).pathExtension.lowercased()
         if ["mp3", "mp2", "mpga"].contains(fileExtension) { return true }
         if AudioFileDecoder.fileExtensions.contains(fileExtension) { return false }
-        guard let handle = fopen(path, "rb") else { return false }
-        defer { fclose(handle) }
-        var head = [UInt8](repeating: 0, count: 3)
-        guard fread(&head, 1, 3, handle) == 3 else { return false }
-        return head == [0x49, 0x44, 0x33] || (head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
+        guard head.count >= 3 else { return false }
+        return head.starts(with: [0x49, 0x44, 0x33]) || (head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
     }
 
     /// Frames the file's header promises; more than `info.frameCount` when the file was cut short.

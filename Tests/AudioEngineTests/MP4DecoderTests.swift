@@ -1,4 +1,5 @@
 @testable import AudioEngine
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import XCTest

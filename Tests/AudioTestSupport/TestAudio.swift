@@ -46,10 +46,8 @@ public enum TestSignal {
         return samples
     }
 
-    /// The signal as the 16-bit samples the device receives.
-    public static func int16(_ samples: [Float]) -> [Int16] {
-        samples.map { Int16(max(-32_768, min(32_767, ($0 * 32_768).rounded()))) }
-    }
+    /// The signal as the 16-bit samples the device receives (`pcm16`).
+    public static func int16(_ samples: [Float]) -> [Int16] { pcm16(samples) }
 }
 
 /// Decodes the whole file at `path`: its properties and its samples (interleaved).

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import XCTest
@@ -265,7 +266,7 @@ final class CommandLineTests: XCTestCase {
                 "name":"Heroes From The API","artistName":"Remote Band","albumName":"Far Away","durationInMillis":201000,
                 "playParams":{"id":"1440000001","kind":"song"}}}]}}}
             """#.utf8).write(to: www.appendingPathComponent("v1/catalog/us/search"))
-        let server = try StaticFileServer(directory: www, headers: ["Cache-Control": "no-cache"])
+        let server = try HTTPFileServer(folder: www, headers: ["Cache-Control": "no-cache"])
         defer { server.stop() }
         let claims = #"{"iss":"TEAM123456","iat":1700000000,"exp":4102444800}"#
         func base64URL(_ text: String) -> String {

@@ -56,12 +56,8 @@ final class LibraryArtwork: Sendable {
     /// tracks share one file), as an artwork object.
     private func store(_ image: Data) -> JSONValue? {
         guard let size = ImageFile.size(of: image) else { return nil }
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in image {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
-        }
-        let file = directory.appendingPathComponent(String(hash, radix: 16) + (ImageFile.isJPEG(image) ? ".jpg" : ".png"))
+        let name = String(LibraryStore.fnv1a(image), radix: 16) + (ImageFile.isJPEG(image) ? ".jpg" : ".png")
+        let file = directory.appendingPathComponent(name)
         if !FileManager.default.fileExists(atPath: file.path) {
             do {
                 try PrivateFiles.ensureDirectory(directory)

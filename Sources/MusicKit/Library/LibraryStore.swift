@@ -109,12 +109,17 @@ final class LibraryStore: @unchecked Sendable {
 
     /// A stable ID from a path (FNV-1a, hex): the same file keeps its ID across scans.
     static func id(prefix: String, _ text: String) -> String {
+        prefix + String(fnv1a(text.utf8), radix: 16)
+    }
+
+    /// The 64-bit FNV-1a hash of `bytes`: stable across runs (Swift's `Hasher` is seeded per process).
+    static func fnv1a<Bytes: Sequence>(_ bytes: Bytes) -> UInt64 where Bytes.Element == UInt8 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in text.utf8 {
+        for byte in bytes {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01B3
         }
-        return prefix + String(hash, radix: 16)
+        return hash
     }
 
     // MARK: Scanning

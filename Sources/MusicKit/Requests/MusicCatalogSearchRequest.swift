@@ -46,16 +46,7 @@ public struct MusicCatalogSearchRequest: Sendable, CustomStringConvertible {
         var response = MusicCatalogSearchResponse(results: results)
         response.source = NotCompared(value: .embeddedCatalog)
         if includeTopResults {
-            // The first match of each type, in the order the types were asked for, then the second...
-            var top: [MusicCatalogSearchResponse.TopResult] = []
-            for rank in 0..<3 {
-                for key in keys {
-                    if let resource = results[key]?.items.dropFirst(rank).first,
-                       let result = MusicCatalogSearchResponse.TopResult(resource: resource) {
-                        top.append(result)
-                    }
-                }
-            }
+            let top = MusicCatalogSearchResponse.TopResult.interleaving(keys.map { results[$0]?.items ?? [] }, rounds: 3)
             response.topResults = MusicItemCollection(items: Array(top.prefix(pageLimit)))
         }
         return response
@@ -398,4 +389,18 @@ public struct MusicCatalogChartsResponse: Sendable, Equatable, Hashable, Codable
         "MusicCatalogChartsResponse(songCharts: \(songCharts.count), albumCharts: \(albumCharts.count), playlistCharts: \(playlistCharts.count), musicVideoCharts: \(musicVideoCharts.count))"
     }
     public var debugDescription: String { description }
+}
+
+extension MusicCatalogSearchResponse.TopResult {
+    /// Top results from one list of matches per type: the first of each list, in the order the
+    /// lists are given, then the second of each..., for `rounds` rounds.
+    static func interleaving(_ lists: [[ResourceObject]], rounds: Int) -> [Self] {
+        var top: [Self] = []
+        for rank in 0..<max(rounds, 0) {
+            for list in lists {
+                if let resource = list.dropFirst(rank).first, let result = Self(resource: resource) { top.append(result) }
+            }
+        }
+        return top
+    }
 }

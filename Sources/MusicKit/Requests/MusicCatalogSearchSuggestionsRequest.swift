@@ -40,15 +40,7 @@ public struct MusicCatalogSearchSuggestionsRequest: Sendable {
         let perType = keys.isEmpty ? 0 : (count + keys.count - 1) / keys.count
         let (terms, top) = try service.suggestions(for: term, account: service.account, limit: count, topTypes: keys, perType: perType)
         let found = keys.map { (top[$0] ?? []).map { MusicCatalogService.trimmed($0) } }
-        var topResults: [MusicCatalogSearchResponse.TopResult] = []
-        for rank in 0..<perType {
-            for items in found {
-                if let resource = items.dropFirst(rank).first, let result = MusicCatalogSearchResponse.TopResult(resource: resource) {
-                    topResults.append(result)
-                }
-            }
-        }
-        topResults = Array(topResults.prefix(count))
+        let topResults = Array(MusicCatalogSearchResponse.TopResult.interleaving(found, rounds: perType).prefix(count))
         return MusicCatalogSearchSuggestionsResponse(
             suggestions: terms.map { .init(searchTerm: $0, displayTerm: $0) },
             topResults: MusicItemCollection(items: topResults))

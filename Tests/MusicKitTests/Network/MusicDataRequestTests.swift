@@ -1,3 +1,4 @@
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import Synchronization
@@ -273,7 +274,7 @@ final class MusicDataRequestTests: XCTestCase {
         let body = try fixture("song-897072750-us.json")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("www/v1"), withIntermediateDirectories: true)
         try body.write(to: directory.appendingPathComponent("www/v1/song.json"))
-        let server = try StaticFileServer(directory: directory.appendingPathComponent("www"),
+        let server = try HTTPFileServer(folder: directory.appendingPathComponent("www"),
                                           certificate: directory.appendingPathComponent("cert.pem"),
                                           key: directory.appendingPathComponent("key.pem"))
         defer { server.stop() }

@@ -1,0 +1,88 @@
+import Foundation
+import Glibc
+
+// Reference tools shared by the tests and the benchmarks: what a device receives from float
+// samples, Debian's ffmpeg as the encoder of MP4 files, and the repository's HTTP file server.
+
+/// Samples as a 16-bit device receives them: scaled by 32,768, rounded to the nearest (ties to
+/// even, as the engine and FFmpeg's converter round), clamped.
+public func pcm16(_ samples: [Float]) -> [Int16] {
+    samples.map { Int16(max(-32_768, min(32_767, ($0 * 32_768).rounded(.toNearestOrEven)))) }
+}
+
+/// Encodes the audio file `source` into `destination` (an MP4 file: `.m4a`) with Debian's
+/// `ffmpeg`, audio codec `codec` ("alac", "aac"); `inputs` are more inputs (`-i cover.png`),
+/// `arguments` go before the output (metadata, `-use_editlist 0`, `-movflags +faststart`...).
+public func encodeWithFFmpeg(_ source: URL, to destination: URL, codec: String, inputs: [String] = [],
+                             arguments: [String] = []) throws {
+    let log = destination.deletingLastPathComponent().appendingPathComponent(".ffmpeg-\(UUID().uuidString).log")
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: log) }
+    let ffmpeg = Process()
+    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+    ffmpeg.arguments = ["-nostdin", "-loglevel", "error", "-y", "-i", source.path] + inputs
+        + ["-c:a", codec] + arguments + [destination.path]
+    ffmpeg.standardInput = FileHandle.nullDevice
+    ffmpeg.standardOutput = FileHandle.nullDevice
+    ffmpeg.standardError = try FileHandle(forWritingTo: log)
+    // Not waitUntilExit(): it spins the run loop, which hangs on a task's thread.
+    let exited = DispatchSemaphore(value: 0)
+    ffmpeg.terminationHandler = { _ in exited.signal() }
+    try ffmpeg.run()
+    exited.wait()
+    guard ffmpeg.terminationStatus == 0 else {
+        let said = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        throw NSError(domain: "ffmpeg", code: Int(ffmpeg.terminationStatus),
+                      userInfo: [NSLocalizedDescriptionKey: "ffmpeg failed on \(source.path): \(said)"])
+    }
+}
+
+/// The repository's `scripts/http-file-server.py` (Python's HTTP server) on 127.0.0.1, on a
+/// port of its own, serving the files under `folder` (a request's query is ignored), each answer
+/// `latencyMilliseconds` late, with `headers` added, over TLS when `certificate` and `key` are
+/// given. Stopped by PID with `stop()` (or when released).
+public final class HTTPFileServer {
+    public let port: Int
+    private let process: Process
+
+    public init(folder: URL, latencyMilliseconds: Int = 0, headers: [String: String] = [:],
+                certificate: URL? = nil, key: URL? = nil) throws {
+        let portFile = folder.deletingLastPathComponent().appendingPathComponent("server-\(UUID().uuidString).port")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/http-file-server.py")
+        var arguments = [script.path, folder.path, portFile.path]
+        if latencyMilliseconds > 0 { arguments += ["--delay-ms", String(latencyMilliseconds)] }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["--header", "\(name): \(value)"] }
+        if let certificate, let key { arguments += ["--tls", certificate.path, key.path] }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        let log = portFile.deletingPathExtension().appendingPathExtension("log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        var written = ""
+        for _ in 0..<1_000 where written.isEmpty && process.isRunning {  // it writes its port once it listens
+            written = (try? String(contentsOf: portFile, encoding: .utf8)) ?? ""
+            if written.isEmpty { usleep(10_000) }
+        }
+        guard let port = Int(written) else {
+            kill(process.processIdentifier, SIGKILL)
+            throw NSError(domain: "HTTPFileServer", code: 1, userInfo: [NSLocalizedDescriptionKey:
+                "python3's HTTP server did not start: " + ((try? String(contentsOf: log, encoding: .utf8)) ?? "")])
+        }
+        self.port = port
+    }
+
+    /// Kills the server and waits (up to 5 s) until it is gone, so that nothing listens.
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        // Not waitUntilExit(): it spins the run loop, which hangs on a task's thread.
+        for _ in 0..<500 where process.isRunning { usleep(10_000) }
+    }
+
+    deinit { stop() }
+}
