@@ -35,7 +35,8 @@ let commands: [Command] = [
             help: { DaemonCommand.help }, run: DaemonCommand.run),
 ]
 
-let generalHelp = """
+/// Built when shown: a global of main.swift is built at every start, before the first sound.
+var generalHelp: String { """
 usage: musickit COMMAND [OPTIONS] [ARGUMENTS]
 
 OpenMusicKit: Apple's MusicKit for Linux, over a real-time ALSA audio engine.
@@ -48,7 +49,7 @@ Run `musickit COMMAND --help` for a command's options.
 
 exit codes:
 \(ExitCode.helpText)
-"""
+""" }
 
 @MainActor
 func runCommandLine(_ arguments: [String]) -> ExitCode {

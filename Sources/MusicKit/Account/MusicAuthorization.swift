@@ -21,7 +21,7 @@ public struct MusicAuthorization: Sendable {
     /// The app's current status, without asking.
     public static var currentStatus: MusicAuthorization.Status {
         let environment = MusicKitEnvironment.current
-        if let forced = ProcessInfo.processInfo.environment["MUSICKIT_AUTHORIZATION"].flatMap(Status.init(rawValue:)) {
+        if let forced = ProcessEnvironment["MUSICKIT_AUTHORIZATION"].flatMap(Status.init(rawValue:)) {
             return forced
         }
         return AuthorizationStore.load(environment)[environment.applicationIdentifier] ?? .notDetermined
@@ -47,7 +47,7 @@ public struct MusicAuthorization: Sendable {
     /// (Linux addition)
     public static var usageDescription: String? {
         let key = "NSAppleMusicUsageDescription"
-        if let value = ProcessInfo.processInfo.environment[key], !value.isEmpty { return value }
+        if let value = ProcessEnvironment.nonEmpty(key) { return value }
         let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
         for candidate in [executable.deletingLastPathComponent().appendingPathComponent("Info.plist"),
                           executable.deletingLastPathComponent().appendingPathComponent("\(executable.lastPathComponent).plist")] {

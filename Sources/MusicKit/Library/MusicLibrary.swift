@@ -10,7 +10,7 @@ struct LibrarySettings: Codable, Equatable, Sendable {
     }
 
     static func defaults() -> LibrarySettings {
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        let home = ProcessEnvironment["HOME"] ?? NSHomeDirectory()
         return LibrarySettings(folders: [URL(fileURLWithPath: home).appendingPathComponent("Music").path])
     }
 }

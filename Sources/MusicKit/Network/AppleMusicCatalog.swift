@@ -79,7 +79,7 @@ struct AppleMusicCatalog: Sendable {
 
     /// Whether the API answers, and why (`MUSICKIT_CATALOG`, or whether a token is configured).
     static func choice(_ environment: MusicKitEnvironment) throws -> (usesAPI: Bool, reason: String) {
-        let value = ProcessInfo.processInfo.environment[choiceVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "auto"
+        let value = ProcessEnvironment.nonEmpty(choiceVariable) ?? "auto"
         switch Choice(rawValue: value) {
         case .local: return (false, "\(choiceVariable)=local")
         case .remote: return (true, "\(choiceVariable)=remote")

@@ -33,7 +33,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// (Linux addition)
     public static var defaultEngineConfiguration: AudioEngineConfiguration {
         var configuration = AudioEngineConfiguration()
-        if let device = ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"], !device.isEmpty {
+        if let device = ProcessEnvironment.nonEmpty("MUSICKIT_AUDIO_DEVICE") {
             configuration.deviceName = device
         }
         return configuration

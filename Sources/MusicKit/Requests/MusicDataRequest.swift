@@ -18,7 +18,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
     static var baseURL: URL { configuredBaseURL ?? URL(string: "https://api.music.apple.com")! }
 
     private static var configuredBaseURL: URL? {
-        ProcessInfo.processInfo.environment["MUSICKIT_API_BASE_URL"].flatMap { $0.isEmpty ? nil : URL(string: $0) }
+        ProcessEnvironment.nonEmpty("MUSICKIT_API_BASE_URL").flatMap { URL(string: $0) }
     }
 
     /// `url`, sent to `MUSICKIT_API_BASE_URL` instead when it names the Apple Music API and

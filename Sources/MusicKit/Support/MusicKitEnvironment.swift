@@ -39,11 +39,11 @@ public struct MusicKitEnvironment: Sendable, Equatable {
 
     /// From the process environment (see the type's documentation).
     public static func fromProcessEnvironment() -> MusicKitEnvironment {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ProcessEnvironment.self
         let home = URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory())
         func directory(_ override: String, _ xdg: String, _ fallback: URL) -> URL {
-            if let path = environment[override], !path.isEmpty { return URL(fileURLWithPath: path) }
-            if let path = environment[xdg], !path.isEmpty { return URL(fileURLWithPath: path).appendingPathComponent("musickit") }
+            if let path = environment.nonEmpty(override) { return URL(fileURLWithPath: path) }
+            if let path = environment.nonEmpty(xdg) { return URL(fileURLWithPath: path).appendingPathComponent("musickit") }
             return fallback.appendingPathComponent("musickit")
         }
         let runtimeFallback = URL(fileURLWithPath: "/tmp/musickit-\(getuid())")
@@ -65,7 +65,7 @@ public struct MusicKitEnvironment: Sendable, Equatable {
     /// Finds the bundled `Assets` directory (it holds `Catalog/`).
     public static func bundledAssets() -> URL? {
         var candidates: [URL] = []
-        if let path = ProcessInfo.processInfo.environment["MUSICKIT_ASSETS"], !path.isEmpty {
+        if let path = ProcessEnvironment.nonEmpty("MUSICKIT_ASSETS") {
             candidates.append(URL(fileURLWithPath: path))
         }
         // A source checkout: .build/<triple>/<configuration>/<executable> is four levels below the root.

@@ -157,7 +157,7 @@ final class TLSConnection {
         }
         ssl.setVerify(context, SSL_VERIFY_PEER, nil)
         _ = ssl.useDefaultVerifyPaths(context)
-        if let extra = ProcessInfo.processInfo.environment["MUSICKIT_CA_FILE"], !extra.isEmpty,
+        if let extra = ProcessEnvironment.nonEmpty("MUSICKIT_CA_FILE"),
            ssl.loadVerifyLocations(context, extra, nil) != 1 {
             ssl.freeContext(context)
             throw Failure(isUntrustedCertificate: false, description: "MUSICKIT_CA_FILE: \(extra) holds no certificate OpenSSL can read")
