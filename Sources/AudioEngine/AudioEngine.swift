@@ -407,8 +407,13 @@ final class EngineSession: @unchecked Sendable {
             hook?()
             loop.run(realtimePriority: priority)
         }
+        let control = decoderControl
         decoderThread = EngineThread(name: "musickit-decode") {
             var loop = decoderLoop.take()
+            // A preview still downloading must not hold up closing: a read waiting for its
+            // next bytes gives up once the session stops.
+            GrowingFile.abandonWaits(onThisThreadWhen: { control.isStopRequested })
+            defer { GrowingFile.clearAbandonCheck() }
             loop.run()
         }
     }

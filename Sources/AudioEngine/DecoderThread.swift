@@ -15,6 +15,7 @@ final class DecoderControl: Sendable {
     }
 
     func requestStop() { flags.withLock { $0.stop = true } }
+    var isStopRequested: Bool { flags.withLock { $0.stop } }
     func noteQueueChanged() { flags.withLock { $0.queueChanged = true } }
     func setCrossfade(seconds: Double) { flags.withLock { $0.crossfadeSeconds = max(0, seconds) } }
 

@@ -473,6 +473,10 @@ private final class GrowingSource {
             if count < 0 { continue }
             let progress = source.growing.waitForBytes(beyond: source.position)
             if progress.written > source.position { continue }
+            if progress.abandoned {
+                source.failure = "the player stopped while it waited for more of the download"
+                return -EIO
+            }
             if let failure = progress.failure {
                 source.failure = failure
                 return -EIO

@@ -9,6 +9,10 @@ import Synchronization
 /// to `partialPath`, which it renames to `path` when done: a crash leaves no partial file
 /// under the final name.
 ///
+/// A reader that must not wait on a stalled download — an engine's decoder thread, whose
+/// session is closing — says so for its thread (`abandonWaits(onThisThreadWhen:)`): its waits
+/// then look every 50 ms and give up once the check says so.
+///
 /// Thread safety: any thread. The waits are the decoder thread's (never the audio thread's).
 package final class GrowingFile: @unchecked Sendable {
     // @unchecked: the state is behind `condition`.
@@ -21,6 +25,23 @@ package final class GrowingFile: @unchecked Sendable {
     private var failure: String?
 
     private static let registry = Mutex<[String: GrowingFile]>([:])
+    /// Readers waiting for bytes right now, in every growing file (for the tests).
+    package static let waitingReaders = Atomic<Int>(0)
+    /// Per reading thread: when its waits give up.
+    private static let abandonChecks = Mutex<[pthread_t: @Sendable () -> Bool]>([:])
+
+    /// From now on, reads on this thread that wait for bytes give up once `check` returns true
+    /// (within 50 ms); until `clearAbandonCheck()`.
+    package static func abandonWaits(onThisThreadWhen check: @escaping @Sendable () -> Bool) {
+        let thread = pthread_self()
+        abandonChecks.withLock { $0[thread] = check }
+    }
+
+    /// This thread's reads wait for bytes for as long as the download goes on again.
+    package static func clearAbandonCheck() {
+        let thread = pthread_self()
+        _ = abandonChecks.withLock { $0.removeValue(forKey: thread) }
+    }
 
     /// The file being written for `path`, nil when none is (the file is complete, or absent).
     package static func growing(_ path: String) -> GrowingFile? {
@@ -66,20 +87,43 @@ package final class GrowingFile: @unchecked Sendable {
         package let total: Int?
         package let finished: Bool
         package let failure: String?
+        /// The reader gave up waiting (its thread's abandon check said so).
+        package var abandoned = false
     }
 
-    /// Waits until more than `offset` bytes are written or the writer is done.
+    /// Waits until more than `offset` bytes are written or the writer is done — or, on a thread
+    /// with an abandon check, until the check says to give up (`abandoned`).
     package func waitForBytes(beyond offset: Int) -> Progress {
+        let thread = pthread_self()
+        let check = GrowingFile.abandonChecks.withLock { $0[thread] }
+        GrowingFile.waitingReaders.add(1, ordering: .relaxed)
+        defer { GrowingFile.waitingReaders.subtract(1, ordering: .relaxed) }
         condition.lock()
         defer { condition.unlock() }
-        while written <= offset && !finished { condition.wait() }
-        return Progress(written: written, total: total, finished: finished, failure: failure)
+        while written <= offset && !finished {
+            guard let check else {
+                condition.wait()
+                continue
+            }
+            if check() {
+                var progress = currentProgress
+                progress.abandoned = true
+                return progress
+            }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05))
+        }
+        return currentProgress
     }
 
     /// Where the writing stands now.
     package var progress: Progress {
         condition.lock()
         defer { condition.unlock() }
-        return Progress(written: written, total: total, finished: finished, failure: failure)
+        return currentProgress
+    }
+
+    /// The progress; `condition` held.
+    private var currentProgress: Progress {
+        Progress(written: written, total: total, finished: finished, failure: failure)
     }
 }

@@ -100,8 +100,8 @@ final class PreviewPlaybackTests: XCTestCase {
 
     /// A preview arriving at about the rate it plays (AAC at 256 kbit/s over a 32 KB/s link)
     /// does not hold up the person: a skip goes to the next entry at once, and stopping does
-    /// not wait for the download. (The decoder waits for the packet it is reading: on a link
-    /// that stalls, up to the download's 10 s timeout.)
+    /// not wait for the download. (On a link that stalls, a skip still waits for the packet the
+    /// decoder is reading, up to the download's 10 s timeout; a stop does not: see below.)
     func testASkipOrAStopDoesNotWaitForASlowDownload() async throws {
         let wav = directory.appendingPathComponent("slow.wav")
         try writeAudioFile(wav, TestSignal.sweep(frames: 88_200 * 2), format: .wav16)
@@ -130,5 +130,34 @@ final class PreviewPlaybackTests: XCTestCase {
         let stopping = Date()
         player.stop()
         XCTAssertLessThan(Date().timeIntervalSince(stopping), 0.5, "stop did not wait for the download")
+    }
+
+    /// A download that stalls (its first 16 KB, then nothing for 8 s) does not hold up
+    /// stopping: the decoder, waiting for the next packet, gives up once the player stops.
+    func testStopDoesNotWaitForAStalledDownload() async throws {
+        let wav = directory.appendingPathComponent("stalls.wav")
+        try writeAudioFile(wav, TestSignal.sweep(frames: 88_200 * 2), format: .wav16)
+        let m4a = directory.appendingPathComponent("stalls.m4a")
+        try encodeWithFFmpeg(wav, to: m4a, codec: "aac", arguments: ["-b:a", "256k", "-movflags", "+faststart"])
+        let bytes = try Data(contentsOf: m4a)
+        let previews = try LocalHTTPServer { _ in
+            LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: bytes, pace: (bytes: 16_000, interval: 8))
+        }
+        servers.append(previews)
+        let song = try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/stalls.m4a"))
+
+        let player = makePlayer()
+        player.queue = [song]
+        try await player.play()
+        // The decoder runs through the 16 KB in a moment and then waits for the next packet.
+        let waitingSince = Date()
+        while GrowingFile.waitingReaders.load(ordering: .relaxed) == 0 && Date().timeIntervalSince(waitingSince) < 5 {
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        XCTAssertGreaterThan(GrowingFile.waitingReaders.load(ordering: .relaxed), 0, "the decoder never waited for the download")
+        let stopping = Date()
+        player.stop()
+        XCTAssertLessThan(Date().timeIntervalSince(stopping), 2, "stop waited for the stalled download")
+        XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player stopped")
     }
 }
