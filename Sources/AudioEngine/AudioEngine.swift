@@ -408,11 +408,16 @@ final class EngineSession: @unchecked Sendable {
             loop.run(realtimePriority: priority)
         }
         let control = decoderControl
+        let shared = self.shared
         decoderThread = EngineThread(name: "musickit-decode") {
             var loop = decoderLoop.take()
-            // A preview still downloading must not hold up closing: a read waiting for its
-            // next bytes gives up once the session stops.
-            GrowingFile.abandonWaits(onThisThreadWhen: { control.isStopRequested })
+            // A preview still downloading must not hold up a stop, a skip or a seek: a read
+            // waiting for its next bytes gives up once the session stops or a request comes
+            // from the audio thread (every request moves the decoder elsewhere).
+            GrowingFile.abandonWaits(onThisThreadWhen: {
+                control.isStopRequested
+                    || shared.decoderRequestsSent.load(ordering: .acquiring) != shared.decoderRequestsTaken.load(ordering: .relaxed)
+            })
             defer { GrowingFile.clearAbandonCheck() }
             loop.run()
         }

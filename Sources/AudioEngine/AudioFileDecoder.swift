@@ -24,6 +24,9 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable 
         case truncated(expectedFrames: Int, decodedFrames: Int)
         /// The entry has no file: what gave it knew it could not play (`AudioEntry.Source.unplayable`).
         case unplayable(String)
+        /// Reading a file still downloading was given up because its reader moved on (a skip, a
+        /// seek or a stop came while it waited for bytes): not the file's fault, never reported.
+        case abandoned
     }
 
     public let path: String
@@ -45,6 +48,7 @@ public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable 
         case .truncated(let expected, let decoded):
             "\(path): truncated, decoding stopped at frame \(decoded) of \(expected)"
         case .unplayable(let why): why
+        case .abandoned: "\(path): reading stopped while waiting for the download (the player moved on)"
         }
     }
 }

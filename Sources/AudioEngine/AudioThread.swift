@@ -289,7 +289,9 @@ struct AudioRenderer: ~Copyable {
                 shared.skipsFromPreroll.add(1, ordering: .relaxed)
                 releasePrerollSlot()
                 requiredEpoch &+= 1
-                _ = requests.push(.continueAfterPreroll(slot: index, epoch: requiredEpoch))
+                if requests.push(.continueAfterPreroll(slot: index, epoch: requiredEpoch)) {
+                    shared.decoderRequestsSent.add(1, ordering: .releasing)
+                }
                 // The preroll holds ~0.19 s: wake the decoder once the device has started, so
                 // it does not compete with the start for a core.
                 wakeDecoderAfterService = true
@@ -313,7 +315,7 @@ struct AudioRenderer: ~Copyable {
         let autoStart = isPlaying || mode == .finished
         releasePrerollSlot()
         requiredEpoch &+= 1
-        _ = requests.push(request)
+        if requests.push(request) { shared.decoderRequestsSent.add(1, ordering: .releasing) }
         decoderWake.signal()
         releasePeriodRemainder()
         restartOutput(played: played, replayFrom: nil, autoStart: autoStart)

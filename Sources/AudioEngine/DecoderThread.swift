@@ -128,7 +128,10 @@ struct DecoderLoop: ~Copyable {
                 nothingToPreroll = false
             }
             pumpAudioEvents()
-            while let request = requests.pop() { handle(request) }
+            while let request = requests.pop() {
+                shared.decoderRequestsTaken.add(1, ordering: .relaxed)
+                handle(request)
+            }
             if decodeIntoRing() || fillPreroll() { continue }
             wake.wait(timeoutMilliseconds: 20)
         }
@@ -212,6 +215,8 @@ struct DecoderLoop: ~Copyable {
                 }
                 try decoder.seek(toEntryFrame: frame)
                 start(decoder, kind: .continuation, entryFrame: frame, isNatural: false)
+            } catch where error.reason == .abandoned {
+                return  // another request came meanwhile: it decides what follows
             } catch {
                 fail(token: token, error: error, isNatural: false)
                 lastToken = token
@@ -282,6 +287,8 @@ struct DecoderLoop: ~Copyable {
             mixHoldback(into: decoder)
             start(decoder, kind: .entryStart, entryFrame: 0, isNatural: isNatural)
             return true
+        } catch where error.reason == .abandoned {
+            return true  // a request came while it waited for the download: that request decides
         } catch {
             fail(token: entry.token.rawValue, error: error, isNatural: isNatural)
             lastToken = entry.token.rawValue
@@ -362,6 +369,10 @@ struct DecoderLoop: ~Copyable {
             let written = ring.write(from: samples)
             precondition(written == samples.count, "the ring had room for a whole chunk")
             wakeAudioIfWaiting()
+        } catch where error.reason == .abandoned {
+            // A request came while this read waited for the download: the entry is left as it
+            // is (a seek within it opens it again), and the request decides what follows.
+            current = nil
         } catch {
             // Broken or cut short: what was decoded plays, then the queue moves on.
             fail(token: decoder.token, error: error, isNatural: true)
@@ -457,6 +468,8 @@ struct DecoderLoop: ~Copyable {
                 slot.state.store(PrerollSlot.ready, ordering: .releasing)
                 preroll = Preroll(slot: slotIndex, decoder: decoder, skippedFailures: skipped)
                 return true
+            } catch where error.reason == .abandoned {
+                return false  // the slot was not published; the request that came decides
             } catch {
                 skipped.append((next.token, error))
                 after = next.token

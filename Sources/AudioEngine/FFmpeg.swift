@@ -80,11 +80,13 @@ final class FFmpegReader: AudioFileReader {
         }
         var result = av.openInput(&handles.format, path, nil, nil)
         guard result >= 0, let format = handles.format else {
-            if let failure = handles.source?.failure { throw DecoderError(path: path, reason: .unreadable("its download failed: \(failure)")) }
+            if let error = handles.downloadError(path: path, atFrame: nil) { throw error }
             throw DecoderError(path: path, reason: .corrupt("not a readable MP4 or AAC file: \(av.message(result))"))
         }
         result = av.findStreamInfo(format, nil)
-        guard result >= 0 else { throw DecoderError(path: path, reason: .corrupt(av.message(result))) }
+        guard result >= 0 else {
+            throw handles.downloadError(path: path, atFrame: nil) ?? DecoderError(path: path, reason: .corrupt(av.message(result)))
+        }
         var decoderCodec: UnsafePointer<AVCodec>?
         result = av.findBestStream(format, AVMEDIA_TYPE_AUDIO, -1, -1, &decoderCodec, 0)
         guard result >= 0, let decoderCodec else {
@@ -235,9 +237,7 @@ final class FFmpegReader: AudioFileReader {
                     return
                 }
                 guard result >= 0 else {
-                    if let failure = handles.source?.failure {
-                        throw DecoderError(path: path, reason: .unreadable("its download failed at frame \(delivered): \(failure)"))
-                    }
+                    if let error = handles.downloadError(path: path, atFrame: delivered) { throw error }
                     throw DecoderError(path: path, reason: .corrupt("frame \(delivered): \(av.message(result))"))
                 }
                 if packet.pointee.stream_index == streamIndex { break }
@@ -410,6 +410,16 @@ private final class Handles {
 
     init(_ av: LibAV) { self.av = av }
 
+    /// Why a read of a file still downloading failed, when the download is the reason: the
+    /// reader gave up waiting (`.abandoned`) or the download failed (at `frame`, when decoding).
+    func downloadError(path: String, atFrame frame: Int?) -> DecoderError? {
+        guard let source else { return nil }
+        if source.abandoned { return DecoderError(path: path, reason: .abandoned) }
+        guard let failure = source.failure else { return nil }
+        return DecoderError(path: path, reason: .unreadable(frame.map { "its download failed at frame \($0): \(failure)" }
+                                                            ?? "its download failed: \(failure)"))
+    }
+
     /// Makes `format` read `growing` through `source` (custom I/O) instead of opening the path.
     func readGrowing(_ growing: GrowingFile, path: String) throws(DecoderError) {
         // The partial file, or the complete one if the download finished meanwhile.
@@ -453,6 +463,8 @@ private final class GrowingSource {
     var position = 0
     /// Why the download failed, once a read ran into it.
     var failure: String?
+    /// A read gave up waiting for bytes: the reader moved on (`GrowingFile.abandonWaits`).
+    var abandoned = false
 
     init(descriptor: Int32, growing: GrowingFile) {
         self.descriptor = descriptor
@@ -474,7 +486,7 @@ private final class GrowingSource {
             let progress = source.growing.waitForBytes(beyond: source.position)
             if progress.written > source.position { continue }
             if progress.abandoned {
-                source.failure = "the player stopped while it waited for more of the download"
+                source.abandoned = true
                 return -EIO
             }
             if let failure = progress.failure {

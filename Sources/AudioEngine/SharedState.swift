@@ -15,6 +15,11 @@ final class EngineSharedState: Sendable {
     /// The serial of the last seek whose position is published (AudioEngine.seek).
     let appliedSeekSerial = Atomic<UInt64>(0)
 
+    /// Requests the audio thread has pushed to the decoder, and those the decoder has taken:
+    /// while they differ, what the decoder is reading is obsolete (every request moves it).
+    let decoderRequestsSent = Atomic<Int>(0)
+    let decoderRequestsTaken = Atomic<Int>(0)
+
     let underruns = Atomic<Int>(0)
     let underrunSilenceFrames = Atomic<Int>(0)
     // Where skips to the next entry found its first frames (see AudioRenderer.skipToNext).

@@ -132,9 +132,9 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(stopping), 0.5, "stop did not wait for the download")
     }
 
-    /// A download that stalls (its first 16 KB, then nothing for 8 s) does not hold up
-    /// stopping: the decoder, waiting for the next packet, gives up once the player stops.
-    func testStopDoesNotWaitForAStalledDownload() async throws {
+    /// A catalog song whose preview arrives 16 KB at a time with 8 s between (a link that
+    /// stalls), and the server sending it.
+    private func stallingPreview() async throws -> (Song, LocalHTTPServer) {
         let wav = directory.appendingPathComponent("stalls.wav")
         try writeAudioFile(wav, TestSignal.sweep(frames: 88_200 * 2), format: .wav16)
         let m4a = directory.appendingPathComponent("stalls.m4a")
@@ -144,20 +144,47 @@ final class PreviewPlaybackTests: XCTestCase {
             LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: bytes, pace: (bytes: 16_000, interval: 8))
         }
         servers.append(previews)
-        let song = try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/stalls.m4a"))
+        return (try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/stalls.m4a")), previews)
+    }
 
-        let player = makePlayer()
-        player.queue = [song]
-        try await player.play()
-        // The decoder runs through the 16 KB in a moment and then waits for the next packet.
-        let waitingSince = Date()
-        while GrowingFile.waitingReaders.load(ordering: .relaxed) == 0 && Date().timeIntervalSince(waitingSince) < 5 {
+    /// Waits until the engine's decoder runs out of the download's first bytes and waits for more.
+    private func waitUntilTheDecoderWaits() async throws {
+        let since = Date()
+        while GrowingFile.waitingReaders.load(ordering: .relaxed) == 0 && Date().timeIntervalSince(since) < 5 {
             try await Task.sleep(nanoseconds: 5_000_000)
         }
         XCTAssertGreaterThan(GrowingFile.waitingReaders.load(ordering: .relaxed), 0, "the decoder never waited for the download")
+    }
+
+    /// A download that stalls does not hold up stopping: the decoder, waiting for the next
+    /// packet, gives up once the player stops.
+    func testStopDoesNotWaitForAStalledDownload() async throws {
+        let (song, previews) = try await stallingPreview()
+        let player = makePlayer()
+        player.queue = [song]
+        try await player.play()
+        try await waitUntilTheDecoderWaits()
         let stopping = Date()
         player.stop()
         XCTAssertLessThan(Date().timeIntervalSince(stopping), 2, "stop waited for the stalled download")
         XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player stopped")
+    }
+
+    /// Nor a skip: the read gives up when the request comes, the next entry plays, and the
+    /// preview is not reported as failed (it was not its fault).
+    func testASkipDoesNotWaitForAStalledDownload() async throws {
+        let (song, previews) = try await stallingPreview()
+        let (library, _) = try GeneratedSongs.tones([500], frames: 4_410, into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: [song, library[0]])
+        try await player.play()
+        try await waitUntilTheDecoderWaits()
+        let asked = Date()
+        try await player.skipToNextEntry()
+        await log.wait("the next entry", timeout: 5) { $0.startedTitles.contains("Tone 1") }
+        XCTAssertLessThan(Date().timeIntervalSince(asked), 2, "the skip waited for the stalled download")
+        XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player skipped")
+        XCTAssertTrue(log.failures.isEmpty, "an entry was reported as failed: \(log.failures)")
     }
 }
