@@ -100,19 +100,9 @@ final class PreviewPlaybackTests: XCTestCase {
 
     /// A preview arriving at about the rate it plays (AAC at 256 kbit/s over a 32 KB/s link)
     /// does not hold up the person: a skip goes to the next entry at once, and stopping does
-    /// not wait for the download. (On a link that stalls, a skip still waits for the packet the
-    /// decoder is reading, up to the download's 10 s timeout; a stop does not: see below.)
+    /// not wait for the download. (A link that stalls: below.)
     func testASkipOrAStopDoesNotWaitForASlowDownload() async throws {
-        let wav = directory.appendingPathComponent("slow.wav")
-        try writeAudioFile(wav, TestSignal.sweep(frames: 88_200 * 2), format: .wav16)
-        let m4a = directory.appendingPathComponent("slow.m4a")
-        try encodeWithFFmpeg(wav, to: m4a, codec: "aac", arguments: ["-b:a", "256k", "-movflags", "+faststart"])
-        let bytes = try Data(contentsOf: m4a)
-        let previews = try LocalHTTPServer { _ in
-            LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: bytes, pace: (bytes: 3_200, interval: 0.1))
-        }
-        servers.append(previews)
-        let song = try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/slow.m4a"))
+        let (song, previews) = try await pacedPreview("slow", bytes: 3_200, interval: 0.1)
         let (library, _) = try GeneratedSongs.tones([500], frames: 4_410, into: directory)
 
         let player = makePlayer()
@@ -132,19 +122,24 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(stopping), 0.5, "stop did not wait for the download")
     }
 
-    /// A catalog song whose preview arrives 16 KB at a time with 8 s between (a link that
-    /// stalls), and the server sending it.
-    private func stallingPreview() async throws -> (Song, LocalHTTPServer) {
-        let wav = directory.appendingPathComponent("stalls.wav")
+    /// A catalog song whose preview (a 4 s sweep, AAC at 256 kbit/s) the server sends `bytes` at
+    /// a time, `interval` seconds apart; and the server.
+    private func pacedPreview(_ name: String, bytes: Int, interval: TimeInterval) async throws -> (Song, LocalHTTPServer) {
+        let wav = directory.appendingPathComponent("\(name).wav")
         try writeAudioFile(wav, TestSignal.sweep(frames: 88_200 * 2), format: .wav16)
-        let m4a = directory.appendingPathComponent("stalls.m4a")
+        let m4a = directory.appendingPathComponent("\(name).m4a")
         try encodeWithFFmpeg(wav, to: m4a, codec: "aac", arguments: ["-b:a", "256k", "-movflags", "+faststart"])
-        let bytes = try Data(contentsOf: m4a)
+        let body = try Data(contentsOf: m4a)
         let previews = try LocalHTTPServer { _ in
-            LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: bytes, pace: (bytes: 16_000, interval: 8))
+            LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: body, pace: (bytes: bytes, interval: interval))
         }
         servers.append(previews)
-        return (try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/stalls.m4a")), previews)
+        return (try await catalogSong(previewURL: previews.baseURL.appendingPathComponent("preview/\(name).m4a")), previews)
+    }
+
+    /// A link that stalls: the first 16 KB, then nothing for 8 s.
+    private func stallingPreview() async throws -> (Song, LocalHTTPServer) {
+        try await pacedPreview("stalls", bytes: 16_000, interval: 8)
     }
 
     /// Waits until the engine's decoder runs out of the download's first bytes and waits for more.
