@@ -182,4 +182,29 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player skipped")
         XCTAssertTrue(log.failures.isEmpty, "an entry was reported as failed: \(log.failures)")
     }
+
+    /// Nor a seek: the entry opens again and plays from the target, which has arrived.
+    func testASeekDoesNotWaitForAStalledDownload() async throws {
+        let (song, previews) = try await stallingPreview()
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = [song]
+        try await player.play()
+        try await waitUntilTheDecoderWaits()
+        func capturedBytes() -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: capture.path)[.size]) as? Int) ?? 0
+        }
+        let before = capturedBytes()
+        let asked = Date()
+        player.playbackTime = 0.1
+        // From 0.1 s to what arrived (16 KB, ~0.5 s): the device is written again.
+        let wanted = before + Int(0.2 * 44_100) * 4
+        while capturedBytes() < wanted && Date().timeIntervalSince(asked) < 5 {
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        XCTAssertGreaterThanOrEqual(capturedBytes(), wanted, "no sound after the seek")
+        XCTAssertLessThan(Date().timeIntervalSince(asked), 2, "the seek waited for the stalled download")
+        XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player seeked")
+        XCTAssertTrue(log.failures.isEmpty, "an entry was reported as failed: \(log.failures)")
+    }
 }
