@@ -289,9 +289,7 @@ struct AudioRenderer: ~Copyable {
                 shared.skipsFromPreroll.add(1, ordering: .relaxed)
                 releasePrerollSlot()
                 requiredEpoch &+= 1
-                if requests.push(.continueAfterPreroll(slot: index, epoch: requiredEpoch)) {
-                    shared.decoderRequestsSent.add(1, ordering: .releasing)
-                }
+                sendToDecoder(.continueAfterPreroll(slot: index, epoch: requiredEpoch))
                 // The preroll holds ~0.19 s: wake the decoder once the device has started, so
                 // it does not compete with the start for a core.
                 wakeDecoderAfterService = true
@@ -307,6 +305,12 @@ struct AudioRenderer: ~Copyable {
         flushAndRequest(.next(after: heardOrReadToken(), epoch: requiredEpoch &+ 1))
     }
 
+    /// Queues `request` for the decoder and counts it (`decoderRequestsSent`: while the decoder
+    /// has not taken it, a read of its that waits for a download gives up).
+    private mutating func sendToDecoder(_ request: DecoderRequest) {
+        if requests.push(request) { shared.decoderRequestsSent.add(1, ordering: .releasing) }
+    }
+
     /// Drops what the device holds and everything decoded, and asks the decoder for `request`
     /// (whose epoch must be `requiredEpoch + 1`).
     private mutating func flushAndRequest(_ request: DecoderRequest) {
@@ -315,7 +319,7 @@ struct AudioRenderer: ~Copyable {
         let autoStart = isPlaying || mode == .finished
         releasePrerollSlot()
         requiredEpoch &+= 1
-        if requests.push(request) { shared.decoderRequestsSent.add(1, ordering: .releasing) }
+        sendToDecoder(request)
         decoderWake.signal()
         releasePeriodRemainder()
         restartOutput(played: played, replayFrom: nil, autoStart: autoStart)

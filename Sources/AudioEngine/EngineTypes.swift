@@ -185,7 +185,6 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     }
 }
 
-
 extension AudioEngineConfiguration {
     /// What the device is asked for, for a stream at `sampleRate`.
     func pcmRequest(sampleRate: Int) -> PCMRequest {
