@@ -39,20 +39,20 @@ struct Fixtures {
 
         let sweepSignal = Fixtures.sweepSignal(frames: 3 * 44_100)
         try Fixtures.write(sweep, sweepSignal)
-        sweepSamples = Fixtures.int16(sweepSignal)
+        sweepSamples = pcm16(sweepSignal)
         silenceThenSweep = directory.appendingPathComponent("silence-then-sweep.wav")
         let silenceThenSweepSignal = [Float](repeating: 0, count: Fixtures.silenceThenSweepSeekFrame * 2) + sweepSignal
         try Fixtures.write(silenceThenSweep, silenceThenSweepSignal)
-        silenceThenSweepSamples = Fixtures.int16(silenceThenSweepSignal)
+        silenceThenSweepSamples = pcm16(silenceThenSweepSignal)
         longSweep = directory.appendingPathComponent("long-sweep.wav")
         let longSignal = Fixtures.sweepSignal(frames: 60 * 44_100, startHz: 100, endHz: 8_000)
         try Fixtures.write(longSweep, longSignal)
-        longSweepSamples = Fixtures.int16(longSignal)
+        longSweepSamples = pcm16(longSignal)
         try Fixtures.write(silence, [Float](repeating: 0, count: 10 * 44_100 * 2))
         let continuous = Fixtures.sweepSignal(frames: 44_100, startHz: 300, endHz: 2_500)
         try Fixtures.write(gaplessFirst, Array(continuous[..<(Fixtures.gaplessCut * 2)]))
         try Fixtures.write(gaplessSecond, Array(continuous[(Fixtures.gaplessCut * 2)...]))
-        gaplessSignal = Fixtures.int16(continuous)
+        gaplessSignal = pcm16(continuous)
 
         // 12 s of a bundled preview (Maxstack, "A New Journey"), as lossless FLAC.
         let preview = assets.appendingPathComponent("Previews/mx-ar-01.ogg").path
@@ -74,9 +74,6 @@ struct Fixtures {
         }
         return samples
     }
-
-    /// Samples as a 16-bit device receives them (`pcm16`).
-    static func int16(_ samples: [Float]) -> [Int16] { pcm16(samples) }
 
     static func write(_ url: URL, _ samples: [Float], format: AudioFileWriter.Format = .wav16,
                       sampleRate: Int = 44_100) throws {

@@ -27,7 +27,7 @@ struct PreviewBenchmarks {
         try encodeWithFFmpeg(fixtures.sweep, to: preview, codec: "aac",
                                       arguments: ["-b:a", "256k", "-movflags", "+faststart", "-movie_timescale", "44100"])
         // What a start must be heard as: the AAC decoded (by the same FFmpeg), as 16-bit samples.
-        let reference = Fixtures.int16(try Fixtures.decode(preview.path, seconds: 3))
+        let reference = pcm16(try Fixtures.decode(preview.path, seconds: 3))
         let server = try HTTPFileServer(folder: served, latencyMilliseconds: Self.latencyMilliseconds)
         defer { server.stop() }
 

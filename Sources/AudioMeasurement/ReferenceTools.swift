@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 
 // Reference tools shared by the tests and the benchmarks: what a device receives from float
-// samples, Debian's ffmpeg as the encoder of MP4 files, and the repository's HTTP file server.
+// samples, running a tool to its end (Debian's ffmpeg as the encoder of MP4 files; the clients
+// the tests drive), and the repository's HTTP file server.
 
 /// Samples as a 16-bit device receives them: scaled by 32,768, rounded to the nearest (ties to
 /// even, as the engine and FFmpeg's converter round), clamped.
@@ -10,30 +11,39 @@ public func pcm16(_ samples: [Float]) -> [Int16] {
     samples.map { Int16(max(-32_768, min(32_767, ($0 * 32_768).rounded(.toNearestOrEven)))) }
 }
 
+/// Runs a client tool (mpc, playerctl, tmux, openssl) to its end: its exit code and output (stdout and stderr).
+/// `whileRunning` runs after it started (to make the change it waits for).
+@discardableResult
+public func runTool(_ path: String, _ arguments: [String], environment: [String: String],
+             whileRunning: (() throws -> Void)? = nil) throws -> (code: Int32, out: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { mine, _ in mine }
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = out
+    // Not waitUntilExit(): it spins the calling thread's run loop, which on a task's thread
+    // hung once in a loop of these tests.
+    let exited = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in exited.signal() }
+    try process.run()
+    try whileRunning?()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    exited.wait()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
 /// Encodes the audio file `source` into `destination` (an MP4 file: `.m4a`) with Debian's
 /// `ffmpeg`, audio codec `codec` ("alac", "aac"); `inputs` are more inputs (`-i cover.png`),
 /// `arguments` go before the output (metadata, `-use_editlist 0`, `-movflags +faststart`...).
 public func encodeWithFFmpeg(_ source: URL, to destination: URL, codec: String, inputs: [String] = [],
                              arguments: [String] = []) throws {
-    let log = destination.deletingLastPathComponent().appendingPathComponent(".ffmpeg-\(UUID().uuidString).log")
-    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: log) }
-    let ffmpeg = Process()
-    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-    ffmpeg.arguments = ["-nostdin", "-loglevel", "error", "-y", "-i", source.path] + inputs
-        + ["-c:a", codec] + arguments + [destination.path]
-    ffmpeg.standardInput = FileHandle.nullDevice
-    ffmpeg.standardOutput = FileHandle.nullDevice
-    ffmpeg.standardError = try FileHandle(forWritingTo: log)
-    // Not waitUntilExit(): it spins the run loop, which hangs on a task's thread.
-    let exited = DispatchSemaphore(value: 0)
-    ffmpeg.terminationHandler = { _ in exited.signal() }
-    try ffmpeg.run()
-    exited.wait()
-    guard ffmpeg.terminationStatus == 0 else {
-        let said = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        throw NSError(domain: "ffmpeg", code: Int(ffmpeg.terminationStatus),
-                      userInfo: [NSLocalizedDescriptionKey: "ffmpeg failed on \(source.path): \(said)"])
+    let result = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", source.path] + inputs
+                             + ["-c:a", codec] + arguments + [destination.path], environment: [:])
+    guard result.code == 0 else {
+        throw NSError(domain: "ffmpeg", code: Int(result.code),
+                      userInfo: [NSLocalizedDescriptionKey: "ffmpeg failed on \(source.path): \(result.out)"])
     }
 }
 

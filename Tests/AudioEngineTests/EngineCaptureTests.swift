@@ -60,7 +60,7 @@ final class EngineCaptureTests: XCTestCase {
         let signal = TestSignal.sweep(frames: 61_111)
         let paths = try album(signal, cuts: [17_317, 40_001])
         let (capture, events, _) = try play(paths)
-        assertCapture(capture, equals: TestSignal.int16(signal))
+        assertCapture(capture, equals: pcm16(signal))
         XCTAssertEqual(events.filter { if case .entryStarted = $0 { true } else { false } }, [
             .entryStarted(.init(rawValue: 1), streamFrame: 0),
             .entryStarted(.init(rawValue: 2), streamFrame: 17_317),
@@ -74,7 +74,7 @@ final class EngineCaptureTests: XCTestCase {
         let signal = TestSignal.sweep(frames: 61_111)
         let paths = try album(signal, cuts: [17_317, 40_001], alac: true)
         let (capture, events, _) = try play(paths)
-        assertCapture(capture, equals: TestSignal.int16(signal))
+        assertCapture(capture, equals: pcm16(signal))
         XCTAssertEqual(events.filter { if case .entryStarted = $0 { true } else { false } }.count, 3)
         XCTAssertFalse(events.contains { if case .entryFailed = $0 { true } else { false } }, "\(events)")
     }
@@ -88,12 +88,12 @@ final class EngineCaptureTests: XCTestCase {
         let taken = WarmDevice.taken.load(ordering: .relaxed)
         AudioEngine.warmUpDevice(captureConfiguration(captureURL))
         let (capture, _, _) = try play(paths)
-        assertCapture(capture, equals: TestSignal.int16(signal))
+        assertCapture(capture, equals: pcm16(signal))
         XCTAssertEqual(WarmDevice.taken.load(ordering: .relaxed), taken + 1, "the engine played on the warmed-up device")
 
         AudioEngine.warmUpDevice(captureConfiguration(captureURL), sampleRate: 48_000)
         let (again, _, _) = try play(paths)
-        assertCapture(again, equals: TestSignal.int16(signal))
+        assertCapture(again, equals: pcm16(signal))
         XCTAssertEqual(WarmDevice.taken.load(ordering: .relaxed), taken + 1, "a device for another rate is not taken")
     }
 
@@ -118,9 +118,9 @@ final class EngineCaptureTests: XCTestCase {
 
         let mixStart = 30_000 - overlap
         XCTAssertEqual(capture.count, (60_000 - overlap) * 2, "the overlap shortens the queue by its length")
-        XCTAssertEqual(Array(capture[..<(mixStart * 2)]), Array(TestSignal.int16(first)[..<(mixStart * 2)]),
+        XCTAssertEqual(Array(capture[..<(mixStart * 2)]), Array(pcm16(first)[..<(mixStart * 2)]),
                        "the first entry before the overlap is untouched")
-        XCTAssertEqual(Array(capture[(30_000 * 2)...]), Array(TestSignal.int16(second)[(overlap * 2)...]),
+        XCTAssertEqual(Array(capture[(30_000 * 2)...]), Array(pcm16(second)[(overlap * 2)...]),
                        "the second entry after the overlap is untouched")
         var largestError = 0
         for frame in 0..<overlap {
@@ -128,7 +128,7 @@ final class EngineCaptureTests: XCTestCase {
             for channel in 0..<2 {
                 let mixed = first[(mixStart + frame) * 2 + channel] * cos(progress * .pi / 2)
                     + second[frame * 2 + channel] * sin(progress * .pi / 2)
-                let expected = Int(TestSignal.int16([mixed])[0])
+                let expected = Int(pcm16([mixed])[0])
                 largestError = max(largestError, abs(Int(capture[(mixStart + frame) * 2 + channel]) - expected))
             }
         }
@@ -154,7 +154,7 @@ final class EngineCaptureTests: XCTestCase {
         }
         XCTAssertEqual(continuous.count / 2, 1_058_400, "24 s at 44.1 kHz")
         let (capture, events, _) = try play(paths)
-        assertCapture(capture, equals: TestSignal.int16(continuous))
+        assertCapture(capture, equals: pcm16(continuous))
         XCTAssertTrue(events.contains(.entryStarted(.init(rawValue: 2), streamFrame: 352_817)))
         XCTAssertTrue(events.contains(.entryStarted(.init(rawValue: 3), streamFrame: 705_601)))
     }
@@ -197,8 +197,8 @@ final class EngineCaptureTests: XCTestCase {
         // 48,000 frames at 48 kHz are 44,100 frames at 44.1 kHz: the last entry starts right after.
         XCTAssertTrue(recorder.events.contains(.entryStarted(.init(rawValue: 3), streamFrame: 20_000 + 44_100)),
                       "\(recorder.events)")
-        let expectedFirst = TestSignal.int16(first)
-        let expectedLast = TestSignal.int16(last)
+        let expectedFirst = pcm16(first)
+        let expectedLast = pcm16(last)
         XCTAssertEqual(Array(capture.prefix(expectedFirst.count)), expectedFirst)
         let lastStart = (20_000 + 44_100) * 2
         XCTAssertEqual(Array(capture[lastStart ..< lastStart + expectedLast.count]), expectedLast)
@@ -232,8 +232,8 @@ final class EngineCaptureTests: XCTestCase {
         let paths = [good1URL.path, missing.path, empty.path, corrupt.path, unsupported.path, truncated.path, good2URL.path]
         let (capture, events, _) = try play(paths)
 
-        let expected = TestSignal.int16(good1) + TestSignal.int16(Array(truncatedSignal.prefix(4_000 * 2)))
-            + TestSignal.int16(good2)
+        let expected = pcm16(good1) + pcm16(Array(truncatedSignal.prefix(4_000 * 2)))
+            + pcm16(good2)
         assertCapture(capture, equals: expected)
 
         let failures = events.compactMap { event -> (UInt64, DecoderError.Reason)? in
@@ -294,7 +294,7 @@ final class EngineCaptureTests: XCTestCase {
         try engine.play()
         recorder.waitForQueueFinished()
         engine.stop()
-        assertCapture(try readCapture(captureURL), equals: TestSignal.int16(signal))
+        assertCapture(try readCapture(captureURL), equals: pcm16(signal))
     }
 
     // MARK: Skips, seeks, pauses
@@ -343,7 +343,7 @@ final class EngineCaptureTests: XCTestCase {
         }
         XCTAssertEqual(skips.preroll, 1, "\(skips)")
         // The preroll slot holds 8,192 frames; the rest of the entry comes from the decoder.
-        assertEnds(capture, with: TestSignal.int16(second + third))
+        assertEnds(capture, with: pcm16(second + third))
     }
 
     func testSkipTakesTheNextEntryFromTheRingWhenItIsAlreadyDecoded() throws {
@@ -359,7 +359,7 @@ final class EngineCaptureTests: XCTestCase {
             skips = engine.statistics.skips
         }
         XCTAssertEqual(skips.ring, 1, "\(skips)")
-        assertEnds(capture, with: TestSignal.int16(second))
+        assertEnds(capture, with: pcm16(second))
     }
 
     func testSkipReplaysTheNextEntryWhenItsStartIsAlreadyInTheDevice() throws {
@@ -373,7 +373,7 @@ final class EngineCaptureTests: XCTestCase {
             skips = engine.statistics.skips
         }
         XCTAssertEqual(skips.deviceBuffer, 1, "\(skips)")
-        assertEnds(capture, with: TestSignal.int16(second))
+        assertEnds(capture, with: pcm16(second))
     }
 
     func testSkipPastTheLastEntryFinishesTheQueue() throws {
@@ -402,7 +402,7 @@ final class EngineCaptureTests: XCTestCase {
             engine.skipToPreviousEntry()
             waitUntil { engine.position.token?.rawValue == 1 }
         }
-        assertEnds(capture, with: TestSignal.int16(first + second))
+        assertEnds(capture, with: pcm16(first + second))
     }
 
     func testSeekContinuesTheEntryFromTheFrameAskedFor() throws {
@@ -416,7 +416,7 @@ final class EngineCaptureTests: XCTestCase {
             XCTAssertEqual(engine.position.frame, 33_333)
         }
         _ = engine
-        assertEnds(capture, with: TestSignal.int16(Array(first[(33_333 * 2)...]) + second))
+        assertEnds(capture, with: pcm16(Array(first[(33_333 * 2)...]) + second))
     }
 
     func testPauseAndResumeLoseAndRepeatNothing() throws {
@@ -436,7 +436,7 @@ final class EngineCaptureTests: XCTestCase {
         }
         recorder.waitForQueueFinished()
         engine.stop()
-        assertCapture(try readCapture(captureURL), equals: TestSignal.int16(signal))
+        assertCapture(try readCapture(captureURL), equals: pcm16(signal))
     }
 
     func testPositionFollowsTheHeardEntry() throws {

@@ -50,7 +50,7 @@ final class RealTimeSinkTests: XCTestCase {
         XCTAssertEqual(statistics.underruns, 0)
         XCTAssertEqual(statistics.xruns, 0)
         let written = try readCapture(capture)
-        let expected = TestSignal.int16(signal)
+        let expected = pcm16(signal)
         XCTAssertEqual(Array(written.prefix(expected.count)), expected, "every frame written, in order, none inserted")
         let heard = recorder.samples(after: started)
         XCTAssertGreaterThan(heard.count / 2, 60_000, "the monitor heard the album")

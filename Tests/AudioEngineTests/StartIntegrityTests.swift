@@ -26,7 +26,7 @@ final class StartIntegrityTests: XCTestCase {
         let signal = TestSignal.sweep(frames: 3 * 44_100, startHz: 200, endHz: 3_000).enumerated().map { index, value in
             index < 2 ? Float(29_490) / 32_768 : value
         }
-        sweep = TestSignal.int16(signal)
+        sweep = pcm16(signal)
         sweepURL = directory.appendingPathComponent("sweep.flac")
         silenceURL = directory.appendingPathComponent("silence.flac")
         try writeAudioFile(sweepURL, signal)

@@ -45,9 +45,6 @@ public enum TestSignal {
         }
         return samples
     }
-
-    /// The signal as the 16-bit samples the device receives (`pcm16`).
-    public static func int16(_ samples: [Float]) -> [Int16] { pcm16(samples) }
 }
 
 /// Decodes the whole file at `path`: its properties and its samples (interleaved).

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import MusicKit

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 @testable import MusicKit

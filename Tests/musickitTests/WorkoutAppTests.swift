@@ -1,3 +1,4 @@
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import XCTest

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 @testable import MusicKit
@@ -31,7 +32,7 @@ final class PlayerCaptureTests: XCTestCase {
         try await player.play()
         await log.wait("the end of the queue") { $0.finished }
         XCTAssertEqual(log.startedTitles, ["part 1", "part 2", "part 3"])
-        XCTAssertEqual(try captured(), TestSignal.int16(signal))
+        XCTAssertEqual(try captured(), pcm16(signal))
         XCTAssertEqual(player.state.playbackStatus, .stopped)
         XCTAssertEqual(player.queue.currentEntry?.title, "part 1", "back at the start of the queue")
         XCTAssertEqual(player.state.audioVariant, .lossless)
@@ -48,7 +49,7 @@ final class PlayerCaptureTests: XCTestCase {
         await log.wait("four plays") { $0.startedTitles.count >= 4 }
         player.stop()
         XCTAssertEqual(Array(log.startedTitles.prefix(3)), ["Tone 1", "Tone 1", "Tone 1"])
-        let once = TestSignal.int16(signals[0])
+        let once = pcm16(signals[0])
         XCTAssertEqual(Array(try captured().prefix(3 * once.count)), once + once + once)
 
         try FileManager.default.removeItem(at: capture)
@@ -59,7 +60,7 @@ final class PlayerCaptureTests: XCTestCase {
         await again.wait("five plays") { $0.startedTitles.count >= 5 }
         player.stop()
         XCTAssertEqual(Array(again.startedTitles.prefix(5)), ["Tone 1", "Tone 2", "Tone 1", "Tone 2", "Tone 1"])
-        let second = TestSignal.int16(signals[1])
+        let second = pcm16(signals[1])
         XCTAssertEqual(Array(try captured().prefix(2 * (once.count + second.count))), once + second + once + second)
     }
 
@@ -78,8 +79,8 @@ final class PlayerCaptureTests: XCTestCase {
         await log.wait("the end of the queue") { $0.finished }
         let capture = try captured()
         XCTAssertEqual(capture.count, (2 * 88_200 - 44_100) * 2, "one second of overlap")
-        XCTAssertEqual(Array(capture.prefix(44_100 * 2)), Array(TestSignal.int16(signals[0]).prefix(44_100 * 2)))
-        XCTAssertEqual(Array(capture.suffix(44_100 * 2)), Array(TestSignal.int16(signals[1]).suffix(44_100 * 2)))
+        XCTAssertEqual(Array(capture.prefix(44_100 * 2)), Array(pcm16(signals[0]).prefix(44_100 * 2)))
+        XCTAssertEqual(Array(capture.suffix(44_100 * 2)), Array(pcm16(signals[1]).suffix(44_100 * 2)))
         XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 2"])
     }
 
@@ -129,7 +130,7 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(titles.first, "Tone 1", "the current entry starts")
         XCTAssertNotEqual(titles, songs.map(\.title), "shuffled (1 in 5040 to fail by chance)")
         let order = titles.map { title in songs.firstIndex { $0.title == title }! }
-        XCTAssertEqual(try captured(), order.flatMap { TestSignal.int16(signals[$0]) }, "what was heard is what was announced")
+        XCTAssertEqual(try captured(), order.flatMap { pcm16(signals[$0]) }, "what was heard is what was announced")
     }
 
     func testCatalogSongsNeedASubscriptionWhileLibrarySongsPlay() async throws {
@@ -156,7 +157,7 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(log.startedTitles, ["Tone 1"])
         XCTAssertEqual(log.failures.map(\.title), [catalogSong.title])
         XCTAssertTrue(log.failures.first?.reason.contains("subscription") ?? false, "\(log.failures)")
-        XCTAssertEqual(try captured(), TestSignal.int16(signals[0]))
+        XCTAssertEqual(try captured(), pcm16(signals[0]))
 
         // Not authorized: asking for the subscription is refused.
         try MusicAuthorizationSettings.set(.denied, for: MusicKitEnvironment.current.applicationIdentifier)
@@ -201,7 +202,7 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 2"])
         XCTAssertEqual(log.failures.map(\.title), ["broken"])
         XCTAssertTrue(log.failures.first?.reason.contains("broken.flac") ?? false, "\(log.failures)")
-        XCTAssertEqual(try captured(), TestSignal.int16(signals[0] + signals[1]))
+        XCTAssertEqual(try captured(), pcm16(signals[0] + signals[1]))
     }
 
     /// Part of an album that cannot be loaded (here its page loader fails): its entries keep
@@ -224,7 +225,7 @@ final class PlayerCaptureTests: XCTestCase {
         await log.wait("the end of the queue") { $0.finished }
         XCTAssertEqual(log.startedTitles, ["Tone 1", "Tone 2"])
         XCTAssertEqual(log.failures.map(\.reason), Array(repeating: "the test's catalog is unreadable", count: 2))
-        XCTAssertEqual(try captured(), TestSignal.int16(signals[0] + signals[1]))
+        XCTAssertEqual(try captured(), pcm16(signals[0] + signals[1]))
     }
 
     /// The listening history listens to the player's events; when the library cannot take a
@@ -245,7 +246,7 @@ final class PlayerCaptureTests: XCTestCase {
         let reasons = log.events.compactMap { if case .historyNotRecorded(let entry, let reason) = $0 { (entry.title, reason) } else { nil } }
         XCTAssertEqual(reasons.map(\.0), ["Tone 1"])
         XCTAssertTrue(reasons.first?.1.contains("listening history") ?? false, "\(reasons)")
-        XCTAssertEqual(try captured(), TestSignal.int16(signals[0]))
+        XCTAssertEqual(try captured(), pcm16(signals[0]))
     }
 
     func testPlaybackTimeSetBeforePlayStartsThere() async throws {
@@ -258,7 +259,7 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(player.playbackTime, 0.25)
         try await player.play()
         await log.wait("the end of the queue") { $0.finished }
-        XCTAssertEqual(try captured(), Array(TestSignal.int16(signal)[(11_025 * 2)...]))
+        XCTAssertEqual(try captured(), Array(pcm16(signal)[(11_025 * 2)...]))
     }
 
     func testPrepareToPlayFillsTheDeviceBeforePlay() async throws {
@@ -273,7 +274,7 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertTrue(log.startedTitles.isEmpty)
         try await player.play()
         await log.wait("the end of the queue") { $0.finished }
-        XCTAssertEqual(try captured(), TestSignal.int16(signals[0]))
+        XCTAssertEqual(try captured(), pcm16(signals[0]))
     }
 
     /// The bundled gapless album from the catalog: its tracks play and go to the listening

@@ -67,7 +67,7 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertLessThan(playing, downloaded, "playing before the download ended (\(bytes.count) bytes, 8 KiB every 20 ms)")
         XCTAssertEqual(log.startedTitles, ["Streamed"])
         XCTAssertTrue(log.failures.isEmpty, "\(log.failures)")
-        XCTAssertEqual(trimmingTrailingSilence(try readCapture(capture)), TestSignal.int16(signal), "all of it, bit-exact")
+        XCTAssertEqual(trimmingTrailingSilence(try readCapture(capture)), pcm16(signal), "all of it, bit-exact")
 
         let kept = try FileManager.default.contentsOfDirectory(at: PreviewCache.directory(), includingPropertiesForKeys: nil)
         XCTAssertEqual(kept.map(\.pathExtension), ["m4a"], "the complete preview, no partial file")
@@ -93,7 +93,7 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertEqual(log.failures.map(\.title), ["Streamed"])
         XCTAssertTrue(log.failures.first?.reason.contains("HTTP 404") == true, "\(log.failures)")
         XCTAssertEqual(log.startedTitles, ["Tone 1"])
-        XCTAssertEqual(trimmingTrailingSilence(try readCapture(capture)), TestSignal.int16(signals[0]))
+        XCTAssertEqual(trimmingTrailingSilence(try readCapture(capture)), pcm16(signals[0]))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: PreviewCache.directory().path), [],
                        "nothing kept of a failed download")
     }

@@ -1,3 +1,4 @@
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 @testable import MusicKit
