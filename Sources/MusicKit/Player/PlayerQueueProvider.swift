@@ -173,7 +173,9 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
                 guard let id = state.startEntryID ?? currentID, let index = contents.index(ofEntryID: id) else { return .none }
                 return .issue(index: index, contents: contents, role: .first, generation: state.generation)
             }
-            if let jumpID = state.jumpEntryID {
+            // A jump answers what comes after the entry being left; what comes after the jump's
+            // own answer (asked to decode ahead before it is heard) follows the queue as usual.
+            if let jumpID = state.jumpEntryID, state.jumpToken != token {
                 if let jumpToken = state.jumpToken, let issued = state.issued[jumpToken] {
                     link(token, jumpToken, in: &state)
                     return .answer(issued.audio)

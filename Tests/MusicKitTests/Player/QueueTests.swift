@@ -211,6 +211,37 @@ final class QueueTests: XCTestCase {
     }
 }
 
+extension QueueTests {
+    /// A skip back (a jump) is decoded, and the engine asks what follows it to decode ahead
+    /// before it is heard: the entry after the jump's target, not the target again (which made
+    /// the next skip replay the target, and every skip after it).
+    func testTheEntryAfterAJumpsTargetIsTheNextInTheQueue() throws {
+        let entries = (0..<3).map { index in
+            MusicPlayer.Queue.Entry(resource: ResourceObject(id: "j\(index)", type: "songs",
+                                                             attributes: ["filePath": .string("/music/j\(index).flac")]))
+        }
+        let queue = ApplicationMusicPlayer.Queue(items: [])
+        queue.replaceContents(QueueContents(parts: [.segment(.entries(entries))]))
+        let provider = PlayerQueueProvider(queue: queue)
+        provider.reset(startingAt: entries[0].id, catalogAccess: .allowed)
+        let first = try XCTUnwrap(provider.entry(after: nil))
+        let second = try XCTUnwrap(provider.entry(after: first.token))
+        _ = provider.started(first.token)
+        _ = provider.started(second.token)
+
+        provider.jump(to: entries[0].id)  // previous, from the second entry
+        let target = try XCTUnwrap(provider.entry(after: second.token))
+        XCTAssertEqual(target.path, "/music/j0.flac")
+        let ahead = try XCTUnwrap(provider.entry(after: target.token), "decoded ahead before the target is heard")
+        XCTAssertEqual(ahead.path, "/music/j1.flac")
+        XCTAssertNotEqual(ahead.token, target.token)
+        XCTAssertEqual(provider.entry(after: second.token)?.token, target.token, "the entry left still goes to the target")
+        _ = provider.started(target.token)
+        XCTAssertNil(provider.pendingJumpEntryID, "the jump is done when its target is heard")
+        XCTAssertEqual(provider.entry(after: target.token)?.token, ahead.token)
+    }
+}
+
 /// A catalog document with one long playlist of generated songs (for lazy-queue tests).
 enum LongPlaylist {
     static let id: MusicItemID = "pl.long-test-playlist"
