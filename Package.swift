@@ -54,9 +54,12 @@ let package = Package(
             name: "MusicKit",
             dependencies: ["AudioEngine", "CSQLite", "CSystemd", "COpenSSL", "CPNG"]
         ),
+        // The transport commands' request, sent at process start before the Swift runtime starts
+        // (`musickit next` as soon as `mpc next`): Sources/CEarlyRequest/EarlyRequest.c.
+        .target(name: "CEarlyRequest"),
         .executableTarget(
             name: "musickit",
-            dependencies: ["MusicKit", "AudioEngine"]
+            dependencies: ["MusicKit", "AudioEngine", "CEarlyRequest"]
         ),
         .executableTarget(
             name: "musickitd",
@@ -97,7 +100,7 @@ let package = Package(
         ),
         .testTarget(
             name: "musickitTests",
-            dependencies: ["musickit", "AudioEngine", "AudioMeasurement", "AudioTestSupport"]
+            dependencies: ["musickit", "CEarlyRequest", "MusicKit", "AudioEngine", "AudioMeasurement", "AudioTestSupport"]
         ),
     ]
 )

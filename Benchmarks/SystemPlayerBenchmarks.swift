@@ -83,6 +83,12 @@ struct SystemPlayerBenchmarks {
         skips("musickit next (CLI) -> next entry's sound", note: "process start -> sound; musickitd running") {
             try Self.startProcess(musickit, ["next"], environment: commandEnvironment)
         }
+        // What sending the request from a C constructor saves (Sources/CEarlyRequest): the same
+        // command with the request sent from Swift's main instead.
+        skips("musickit next, request sent from main -> next entry's sound",
+              note: "MUSICKIT_NO_EARLY_REQUEST=1: after the Swift runtime's start") {
+            try Self.startProcess(musickit, ["next"], environment: commandEnvironment.merging(["MUSICKIT_NO_EARLY_REQUEST": "1"]) { $1 })
+        }
         if let mpc = PeerBenchmarks.installed("mpc") {
             skips("musickitd via `mpc next` -> next entry's sound", note: "process start -> sound; MPD protocol on mpd.sock") {
                 try Self.startProcess(mpc, ["-q", "next"], environment: commandEnvironment)

@@ -1,3 +1,4 @@
+import CEarlyRequest
 import Foundation
 import Glibc
 import MusicKit
@@ -80,8 +81,10 @@ enum SystemCommand {
     /// (starting the daemon if none runs) and takes the daemon's state from its answer, so that
     /// `musickit next` costs one connection and one round trip. A daemon that cannot be reached
     /// or refuses is exit 1.
+    /// `next`, `previous` and `resume` have sent their request already, when the process started
+    /// (Sources/CEarlyRequest/EarlyRequest.c): the player reads its answer.
     static func withPlayer(_ name: String, _ body: (SystemMusicPlayer) throws -> Void) -> ExitCode {
-        let player = SystemMusicPlayer(environment: nil, shortLived: true)
+        let player = SystemMusicPlayer(environment: nil, shortLived: true, sentAtStart: requestSentAtStart())
         do {
             try body(player)
             return .success
@@ -89,6 +92,14 @@ enum SystemCommand {
             Console.error("musickit \(name): \(error)\n")
             return .failure
         }
+    }
+
+    /// The socket and operation of the request sent at process start, if one was.
+    private static func requestSentAtStart() -> (descriptor: Int32, operation: String)? {
+        var operation: UnsafePointer<CChar>?
+        let descriptor = musickit_early_request_take(&operation)
+        guard descriptor >= 0, let operation else { return nil }
+        return (descriptor, String(cString: operation))
     }
 
     static func printStatus(_ player: SystemMusicPlayer) {

@@ -172,8 +172,14 @@ final class CommandLineTests: XCTestCase {
         let paused = try run(["pause"], environment: environment)
         XCTAssertTrue(paused.out.hasPrefix("paused: First Tone"), paused.out)
         XCTAssertEqual(try run(["resume"], environment: environment).code, 0)
+        // next, previous and resume send their request when the process starts (EarlyRequestTests):
+        // one skip each, not two (a second next would end the queue).
         let next = try run(["next"], environment: environment)
         XCTAssertTrue(next.out.hasPrefix("playing: Second Tone"), next.out + next.err)
+        let previous = try run(["previous"], environment: environment)
+        XCTAssertTrue(previous.out.hasPrefix("playing: First Tone"), previous.out + previous.err)
+        let again = try run(["next"], environment: environment)
+        XCTAssertTrue(again.out.hasPrefix("playing: Second Tone"), again.out + again.err)
         XCTAssertEqual(try run(["seek", "4"], environment: environment).code, 0)
         var status = ""
         for _ in 0..<40 where !status.contains("at 0:04") && !status.contains("at 0:05") {

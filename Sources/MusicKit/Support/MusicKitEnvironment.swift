@@ -46,12 +46,13 @@ public struct MusicKitEnvironment: Sendable, Equatable {
             if let path = environment.nonEmpty(xdg) { return URL(fileURLWithPath: path).appendingPathComponent("musickit") }
             return fallback.appendingPathComponent("musickit")
         }
+        // (Sources/CEarlyRequest/EarlyRequest.c finds the runtime folder the same way.)
         let runtimeFallback = URL(fileURLWithPath: "/tmp/musickit-\(getuid())")
         return MusicKitEnvironment(
             configDirectory: directory("MUSICKIT_CONFIG_DIR", "XDG_CONFIG_HOME", home.appendingPathComponent(".config")),
             dataDirectory: directory("MUSICKIT_DATA_DIR", "XDG_DATA_HOME", home.appendingPathComponent(".local/share")),
-            runtimeDirectory: environment["MUSICKIT_RUNTIME_DIR"].map { URL(fileURLWithPath: $0) }
-                ?? environment["XDG_RUNTIME_DIR"].map { URL(fileURLWithPath: $0).appendingPathComponent("musickit") }
+            runtimeDirectory: environment.nonEmpty("MUSICKIT_RUNTIME_DIR").map { URL(fileURLWithPath: $0) }
+                ?? environment.nonEmpty("XDG_RUNTIME_DIR").map { URL(fileURLWithPath: $0).appendingPathComponent("musickit") }
                 ?? runtimeFallback,
             assetsDirectory: bundledAssets(),
             applicationIdentifier: environment["MUSICKIT_APP_ID"] ?? defaultApplicationIdentifier)

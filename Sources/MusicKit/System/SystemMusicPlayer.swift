@@ -41,8 +41,14 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// first connects). `shortLived` (the CLI's commands): no subscription to the daemon's
     /// changes and no reader thread; each request is answered on the calling thread, its
     /// answer bringing the state, so that `musickit next` costs one connection and one round trip.
-    package init(environment: MusicKitEnvironment?, shortLived: Bool = false) {
-        connection = SystemPlayerConnection(environment: environment, subscribing: !shortLived)
+    ///
+    /// `sentAtStart`: a socket on which request 1, asking for `operation` with no arguments,
+    /// was already sent (the CLI sends its transport command from a C constructor, before the
+    /// Swift runtime starts); the connection adopts it, and the first call of that operation
+    /// reads its answer instead of sending it again.
+    package init(environment: MusicKitEnvironment?, shortLived: Bool = false,
+                 sentAtStart: (descriptor: Int32, operation: String)? = nil) {
+        connection = SystemPlayerConnection(environment: environment, subscribing: !shortLived, sentAtStart: sentAtStart)
         super.init()
         mirrorQueue.player = self
         connection.onState = { [weak self] state in self?.apply(state) }
@@ -290,6 +296,8 @@ final class SystemPlayerConnection: @unchecked Sendable {
         var connecting: Int32 = -1
         var nextID = 1
         var waiting: [Int: Answer] = [:]
+        /// The operation of request 1 when it was sent before this connection existed.
+        var sentAtStart: String?
     }
     private let state = Mutex(State())
 
@@ -297,9 +305,18 @@ final class SystemPlayerConnection: @unchecked Sendable {
     /// takes them and the answers); without, each request reads its own answer.
     private let subscribing: Bool
 
-    init(environment: MusicKitEnvironment?, subscribing: Bool = true) {
+    init(environment: MusicKitEnvironment?, subscribing: Bool = true,
+         sentAtStart: (descriptor: Int32, operation: String)? = nil) {
         fixedEnvironment = environment
         self.subscribing = subscribing
+        if let sentAtStart {
+            precondition(!subscribing, "a request sent at start is answered on the caller's thread")
+            state.withLock { state in
+                state.descriptor = sentAtStart.descriptor
+                state.nextID = 2
+                state.sentAtStart = sentAtStart.operation
+            }
+        }
     }
 
     var environment: MusicKitEnvironment { fixedEnvironment ?? .current }
@@ -372,14 +389,18 @@ final class SystemPlayerConnection: @unchecked Sendable {
     /// reads until its answer, which brings the daemon's state.
     private func exchange(_ op: String, _ args: Message, answer: Answer) throws {
         let descriptor = try socketDescriptor()
-        let id = state.withLock { state in
+        let (id, alreadySent) = state.withLock { state in
+            if state.sentAtStart == op && args.isEmpty {
+                state.sentAtStart = nil
+                return (1, true)
+            }
             defer { state.nextID += 1 }
-            return state.nextID
+            return (state.nextID, false)
         }
         let reply: Message
         do {
             reply = try writeLock.withLock {
-                try SystemPlayerWire.send(Self.request(id, op, args), on: descriptor)
+                if !alreadySent { try SystemPlayerWire.send(Self.request(id, op, args), on: descriptor) }
                 while true {
                     guard let message = try SystemPlayerWire.receive(on: descriptor) else {
                         throw SystemMusicPlayerError(reason: "the system player (musickitd) closed the connection")

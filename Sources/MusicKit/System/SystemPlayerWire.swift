@@ -105,6 +105,12 @@ enum SystemPlayerWire {
 
     /// Writes one framed message.
     static func send(_ object: Message, on descriptor: Int32) throws {
+        try frame(object).withUnsafeBytes { try sendAll($0, on: descriptor) }
+    }
+
+    /// `object` with the version, as it goes on the wire: its length (4 bytes, big-endian), then
+    /// the JSON (keys sorted).
+    static func frame(_ object: Message) throws -> [UInt8] {
         var message = object
         message["v"] = JSONValue(version)
         var frame = [UInt8](repeating: 0, count: 4)
@@ -115,7 +121,7 @@ enum SystemPlayerWire {
         frame[1] = UInt8(truncatingIfNeeded: length >> 16)
         frame[2] = UInt8(truncatingIfNeeded: length >> 8)
         frame[3] = UInt8(truncatingIfNeeded: length)
-        try frame.withUnsafeBytes { try sendAll($0, on: descriptor) }
+        return frame
     }
 
     /// Writes all of `bytes` (partial writes, EINTR), without SIGPIPE when the peer is gone.

@@ -1,0 +1,32 @@
+// The request of a transport command (`musickit next`, `previous`, `resume`), sent to the
+// system player's daemon when the process starts, before the Swift runtime and Foundation
+// initialize: see EarlyRequest.c.
+#ifndef MUSICKIT_EARLY_REQUEST_H
+#define MUSICKIT_EARLY_REQUEST_H
+
+#include <stddef.h>
+
+/// The socket the request was sent on (the daemon's answer to request id 1 is still to be
+/// read), or -1 when none was sent. Taking it passes it to the caller: a second call gives -1.
+int musickit_early_request_take(const char **operation);
+
+/// The system player protocol's frame asking for `operation` under `id` with no arguments
+/// (4-byte big-endian length, then the JSON object with sorted keys, as SystemPlayerWire
+/// writes it). Returns its length, or -1 when `capacity` is too small.
+int musickit_early_request_frame(const char *operation, int id, char *buffer, size_t capacity);
+
+/// The daemon's socket for this environment (as MusicKitEnvironment.fromProcessEnvironment
+/// finds the runtime folder: MUSICKIT_RUNTIME_DIR, $XDG_RUNTIME_DIR/musickit or
+/// /tmp/musickit-UID). Returns the path's length, or -1 when `capacity` is too small.
+int musickit_early_request_socket_path(char *buffer, size_t capacity);
+
+/// The operation that `musickit COMMAND` (with nothing after it) asks the daemon for at start,
+/// or NULL when the command is not one of them.
+const char *musickit_early_request_operation(const char *command);
+
+/// What the process-start hook does: when `argv` is `musickit next|previous|resume` and a daemon
+/// listens, connects, sends the request and waits (5 s at most) until its answer can be read.
+/// Exposed for tests.
+void musickit_early_request_start(int argc, char **argv);
+
+#endif
