@@ -28,7 +28,10 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg"),
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // SQLite's header (libsqlite3-dev). Not linked: opened when the first database is
+        // (Sources/MusicKit/Store/SQLite.swift), so that a command that opens none, such as
+        // `musickit next`, does not load it at start (~0.2 ms).
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         // sd-bus's header, for MPRIS on the session bus (libsystemd-dev). Not linked: musickitd
         // opens libsystemd.so.0 when it connects (Sources/MusicKit/System/SDBus.swift).
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd"),
