@@ -11,6 +11,9 @@ public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatabl
     case device(ALSAError)
     /// The stream did not fill within the time allowed.
     case timedOut(String)
+    /// `stop()` came while the first entry was opening (a download that had not delivered its
+    /// first bytes yet): nothing was started.
+    case stopped
 
     public var description: String {
         switch self {
@@ -20,6 +23,7 @@ public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatabl
                 : "nothing to play: " + failures.map(\.description).joined(separator: "; ")
         case .device(let error): error.description
         case .timedOut(let what): "timed out: \(what)"
+        case .stopped: "stopped while the first entry was opening"
         }
     }
 }
@@ -46,6 +50,8 @@ public final class AudioEngine: Sendable {
         var pendingSeek: (serial: UInt64, frame: Int)?
     }
     private let control = Mutex(ControlState())
+    /// How many times stop() was called (read without the lock; see openSessionIfNeeded).
+    private let stopsRequested = Atomic<Int>(0)
 
     private let listeners = EventListeners<AudioEngineEvent>()
     /// The handler `setEventHandler` set.
@@ -134,6 +140,9 @@ public final class AudioEngine: Sendable {
 
     /// Stops playback and closes the device. The queue stays; `play()` starts it over.
     public func stop() {
+        // First, without the lock: a play() or prepare() holding it while its first entry waits
+        // for a download gives up (see openSessionIfNeeded).
+        stopsRequested.add(1, ordering: .releasing)
         let session = control.withLock { state -> EngineSession? in
             defer {
                 state.session = nil
@@ -280,6 +289,14 @@ public final class AudioEngine: Sendable {
     // MARK: - Session
 
     private func openSessionIfNeeded(startSeconds: Double) throws(AudioEngineError) -> EngineSession {
+        // The first entry opens on this thread, under the lock; when it is a download that has
+        // not delivered its first bytes, its reads wait — until a stop() comes (checked every
+        // 50 ms), not for the download's whole timeout with stop() waiting for the lock.
+        let stops = stopsRequested.load(ordering: .acquiring)
+        GrowingFile.abandonWaits(onThisThreadWhen: { [weak self] in
+            self.map { $0.stopsRequested.load(ordering: .acquiring) != stops } ?? true
+        })
+        defer { GrowingFile.clearAbandonCheck() }
         let result: Result<(EngineSession, isNew: Bool), AudioEngineError> = control.withLock { state in
             if let session = state.session { return .success((session, false)) }
             guard let provider = state.provider else { return .failure(.noQueue) }
@@ -342,6 +359,7 @@ final class EngineSession: @unchecked Sendable {
                 firstEntry = entry
                 break
             } catch {
+                if case .abandoned = error.reason { throw .stopped }
                 failures.append((entry.token, error))
             }
         }

@@ -275,7 +275,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
                     defer { control.startWaiters = [] }
                     return control.startWaiters
                 }
-                for waiter in waiters { waiter.resume(throwing: PlaybackError(error, failures: [])) }
+                for waiter in waiters { waiter.resume(throwing: Self.startError(error)) }
             }
         }
     }
@@ -326,8 +326,15 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             try engine.prepare(startingAtSeconds: startSeconds)
         } catch {
             control.withLock { $0.restoreStartTime() }
-            throw PlaybackError(error, failures: [])
+            throw Self.startError(error)
         }
+    }
+
+    /// What `play()` and `prepareToPlay()` throw for the engine's error: a `stop()` that came
+    /// while the first entry was still opening cancels the start, as a stop during any start does.
+    private static func startError(_ error: AudioEngineError) -> any Error {
+        if case .stopped = error { return CancellationError() }
+        return PlaybackError(error, failures: [])
     }
 
     public override func pause() {
@@ -712,6 +719,7 @@ extension MusicPlayer {
             case .nothingPlayable(let errors): self = .nothingPlayable(failures + errors.map(\.description))
             case .device(let device): self = .audioDevice(device.description)
             case .timedOut(let what): self = .timedOut(what)
+            case .stopped: self = .nothingPlayable([error.description])  // the player throws CancellationError instead
             }
         }
 

@@ -165,6 +165,26 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player stopped")
     }
 
+    /// Nor when the download stalls before the first entry could even open: `play()` opens it
+    /// on its caller's thread, holding the engine's lock, and `stop()` needs that lock.
+    func testAStopWhileTheFirstEntryWaitsForItsDownloadReturnsAtOnce() async throws {
+        let (song, previews) = try await pacedPreview("head-stalls", bytes: 256, interval: 8)
+        let player = makePlayer()
+        player.queue = [song]
+        let playing = Task { try await player.play() }
+        try await waitUntilTheDecoderWaits()
+        let stopping = Date()
+        player.stop()
+        XCTAssertLessThan(Date().timeIntervalSince(stopping), 2, "stop waited for the stalled download")
+        let outcome = await playing.result
+        XCTAssertLessThan(Date().timeIntervalSince(stopping), 2, "play() waited for the stalled download")
+        XCTAssertThrowsError(try outcome.get(), "play() was stopped before anything started") {
+            XCTAssertTrue($0 is CancellationError, "\($0)")
+        }
+        XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player stopped")
+        XCTAssertEqual(player.state.playbackStatus, .stopped)
+    }
+
     /// Nor a skip: the read gives up when the request comes, the next entry plays, and the
     /// preview is not reported as failed (it was not its fault).
     func testASkipDoesNotWaitForAStalledDownload() async throws {
