@@ -10,10 +10,12 @@ import Synchronization
 /// under the final name.
 ///
 /// A reader that must not wait on a stalled download — an engine's decoder thread, whose
-/// session is closing — says so for its thread (`abandonWaits(onThisThreadWhen:)`): its waits
-/// then look every 50 ms and give up once the check says so.
+/// session is closing or which has a new request; the caller of `play()` opening the first
+/// entry, when `stop()` comes — says so for its thread (`abandonWaits(onThisThreadWhen:)`): its
+/// waits then look every 50 ms and give up once the check says so.
 ///
-/// Thread safety: any thread. The waits are the decoder thread's (never the audio thread's).
+/// Thread safety: any thread. The waits are the decoder thread's and, for a stream's first
+/// entry, the thread that starts it (never the audio thread's).
 package final class GrowingFile: @unchecked Sendable {
     // @unchecked: the state is behind `condition`.
     package let path: String
