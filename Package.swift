@@ -16,7 +16,9 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian's packages, one system-library target each.
-        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // ALSA's header (libasound2-dev), and libasound opened when the engine first needs a device
+        // (Sources/CALSA/ALSALibrary.c), not linked: a command that plays nothing does not load it.
+        .target(name: "CALSA", path: "Sources/CALSA"),
         // libsndfile's and libsoxr's headers (libsndfile1-dev, libsoxr-dev). Not linked: the engine
         // opens libsndfile.so.1 (which loads eight codec libraries) and libsoxr.so.0 when it first
         // decodes or resamples (Sources/AudioEngine/SndFile.swift, SampleRateConverter.swift), so

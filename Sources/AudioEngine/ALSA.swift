@@ -1,7 +1,8 @@
 import CALSA
 import Glibc
 
-// The one wrapper around ALSA (CALSA). Every snd_* call of the project goes through this file.
+// The one wrapper around ALSA (CALSA). Every snd_* call of the project goes through this file (as
+// musickit_snd_*: libasound is opened when the first device is, see Sources/CALSA/include/CALSA.h).
 
 /// A failed ALSA call: which operation, on which device, and the (negative) error code.
 public struct ALSAError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -15,7 +16,7 @@ public struct ALSAError: Error, CustomStringConvertible, Sendable, Equatable {
     public let hint: String?
 
     public var description: String {
-        var text = "ALSA \(operation) on device '\(device)' failed: \(String(cString: snd_strerror(code))) (\(code))"
+        var text = "ALSA \(operation) on device '\(device)' failed: \(String(cString: musickit_snd_strerror(code))) (\(code))"
         if let hint { text += ". \(hint)" }
         return text
     }
@@ -99,34 +100,38 @@ final class PCMDevice: @unchecked Sendable {
     /// the caller writes frames and calls `start()`.
     init(name: String, request: PCMRequest) throws(ALSAError) {
         self.name = name
+        if let failure = musickit_alsa_load() {
+            throw ALSAError(operation: "dlopen", code: -ENOSYS, device: name,
+                            hint: "\(String(cString: failure)): is alsa-lib installed (Debian: libasound2)?")
+        }
         PCMDevice.silenceLibraryErrors
         var pcm: OpaquePointer?
-        let openResult = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+        let openResult = musickit_snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         if openResult < 0 {
             throw ALSAError(operation: "snd_pcm_open", code: openResult, device: name,
                             hint: PCMDevice.openFailureHint(code: openResult, device: name))
         }
         handle = pcm!
-        prepareDiscardsPlayback = snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG
+        prepareDiscardsPlayback = musickit_snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG
         do {
             configuration = try PCMDevice.configure(handle, name: name, request: request)
             let count = Int(try alsaCall("snd_pcm_poll_descriptors_count", device: name) {
-                snd_pcm_poll_descriptors_count(pcm)
+                musickit_snd_pcm_poll_descriptors_count(pcm)
             })
             pollDescriptorCount = count
             pollDescriptors = .allocate(capacity: count + 1)
             pollDescriptors.initialize(repeating: pollfd(), count: count + 1)
             try alsaCall("snd_pcm_poll_descriptors", device: name) {
-                snd_pcm_poll_descriptors(pcm, pollDescriptors, UInt32(count))
+                musickit_snd_pcm_poll_descriptors(pcm, pollDescriptors, UInt32(count))
             }
         } catch {
-            snd_pcm_close(pcm)
+            musickit_snd_pcm_close(pcm)
             throw error
         }
     }
 
     deinit {
-        snd_pcm_close(handle)
+        musickit_snd_pcm_close(handle)
         pollDescriptors.deallocate()
     }
 
@@ -137,64 +142,64 @@ final class PCMDevice: @unchecked Sendable {
     private static func configure(_ pcm: OpaquePointer, name: String,
                                   request: PCMRequest) throws(ALSAError) -> PCMConfiguration {
         var hwPointer: OpaquePointer?
-        try alsaCall("snd_pcm_hw_params_malloc", device: name) { snd_pcm_hw_params_malloc(&hwPointer) }
+        try alsaCall("snd_pcm_hw_params_malloc", device: name) { musickit_snd_pcm_hw_params_malloc(&hwPointer) }
         let hw = hwPointer!
-        defer { snd_pcm_hw_params_free(hw) }
-        try alsaCall("snd_pcm_hw_params_any", device: name) { snd_pcm_hw_params_any(pcm, hw) }
+        defer { musickit_snd_pcm_hw_params_free(hw) }
+        try alsaCall("snd_pcm_hw_params_any", device: name) { musickit_snd_pcm_hw_params_any(pcm, hw) }
         try alsaCall("snd_pcm_hw_params_set_access", device: name) {
-            snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED)
+            musickit_snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED)
         }
         guard let format = request.sampleFormats.first(where: {
-            snd_pcm_hw_params_test_format(pcm, hw, $0.alsaFormat) == 0
+            musickit_snd_pcm_hw_params_test_format(pcm, hw, $0.alsaFormat) == 0
         }) else {
             throw ALSAError(operation: "snd_pcm_hw_params_set_format", code: -EINVAL, device: name,
                             hint: "the device accepts none of \(request.sampleFormats.map(\.rawValue))")
         }
         try alsaCall("snd_pcm_hw_params_set_format", device: name) {
-            snd_pcm_hw_params_set_format(pcm, hw, format.alsaFormat)
+            musickit_snd_pcm_hw_params_set_format(pcm, hw, format.alsaFormat)
         }
         try alsaCall("snd_pcm_hw_params_set_channels", device: name,
                      hint: "the device does not take \(request.channelCount) channels") {
-            snd_pcm_hw_params_set_channels(pcm, hw, UInt32(request.channelCount))
+            musickit_snd_pcm_hw_params_set_channels(pcm, hw, UInt32(request.channelCount))
         }
         var rate = UInt32(request.sampleRate)
         try alsaCall("snd_pcm_hw_params_set_rate_near", device: name) {
-            snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil)
+            musickit_snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil)
         }
         var periodSize = snd_pcm_uframes_t(request.periodSizeInFrames)
         try alsaCall("snd_pcm_hw_params_set_period_size_near", device: name) {
-            snd_pcm_hw_params_set_period_size_near(pcm, hw, &periodSize, nil)
+            musickit_snd_pcm_hw_params_set_period_size_near(pcm, hw, &periodSize, nil)
         }
         var bufferSize = snd_pcm_uframes_t(max(request.bufferSizeInFrames, Int(periodSize) * 2))
         try alsaCall("snd_pcm_hw_params_set_buffer_size_near", device: name) {
-            snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &bufferSize)
+            musickit_snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &bufferSize)
         }
-        try alsaCall("snd_pcm_hw_params", device: name) { snd_pcm_hw_params(pcm, hw) }
+        try alsaCall("snd_pcm_hw_params", device: name) { musickit_snd_pcm_hw_params(pcm, hw) }
         try alsaCall("snd_pcm_hw_params_get_period_size", device: name) {
-            snd_pcm_hw_params_get_period_size(hw, &periodSize, nil)
+            musickit_snd_pcm_hw_params_get_period_size(hw, &periodSize, nil)
         }
         try alsaCall("snd_pcm_hw_params_get_buffer_size", device: name) {
-            snd_pcm_hw_params_get_buffer_size(hw, &bufferSize)
+            musickit_snd_pcm_hw_params_get_buffer_size(hw, &bufferSize)
         }
-        let canPause = snd_pcm_hw_params_can_pause(hw) == 1
+        let canPause = musickit_snd_pcm_hw_params_can_pause(hw) == 1
 
         var swPointer: OpaquePointer?
-        try alsaCall("snd_pcm_sw_params_malloc", device: name) { snd_pcm_sw_params_malloc(&swPointer) }
+        try alsaCall("snd_pcm_sw_params_malloc", device: name) { musickit_snd_pcm_sw_params_malloc(&swPointer) }
         let sw = swPointer!
-        defer { snd_pcm_sw_params_free(sw) }
-        try alsaCall("snd_pcm_sw_params_current", device: name) { snd_pcm_sw_params_current(pcm, sw) }
+        defer { musickit_snd_pcm_sw_params_free(sw) }
+        try alsaCall("snd_pcm_sw_params_current", device: name) { musickit_snd_pcm_sw_params_current(pcm, sw) }
         var boundary: snd_pcm_uframes_t = 0
         try alsaCall("snd_pcm_sw_params_get_boundary", device: name) {
-            snd_pcm_sw_params_get_boundary(sw, &boundary)
+            musickit_snd_pcm_sw_params_get_boundary(sw, &boundary)
         }
         // Never start by itself: prepare() fills the buffer, play() starts it.
         try alsaCall("snd_pcm_sw_params_set_start_threshold", device: name) {
-            snd_pcm_sw_params_set_start_threshold(pcm, sw, boundary)
+            musickit_snd_pcm_sw_params_set_start_threshold(pcm, sw, boundary)
         }
         try alsaCall("snd_pcm_sw_params_set_avail_min", device: name) {
-            snd_pcm_sw_params_set_avail_min(pcm, sw, periodSize)
+            musickit_snd_pcm_sw_params_set_avail_min(pcm, sw, periodSize)
         }
-        try alsaCall("snd_pcm_sw_params", device: name) { snd_pcm_sw_params(pcm, sw) }
+        try alsaCall("snd_pcm_sw_params", device: name) { musickit_snd_pcm_sw_params(pcm, sw) }
 
         return PCMConfiguration(sampleRate: Int(rate), channelCount: request.channelCount,
                                 sampleFormat: format, periodSizeInFrames: Int(periodSize),
@@ -207,36 +212,36 @@ final class PCMDevice: @unchecked Sendable {
     /// (-EAGAIN when full, -EPIPE on underrun, -ESTRPIPE when suspended).
     @inline(__always)
     func write(_ bytes: UnsafeRawPointer, frameCount: Int) -> Int {
-        Int(snd_pcm_writei(handle, bytes, snd_pcm_uframes_t(frameCount)))
+        Int(musickit_snd_pcm_writei(handle, bytes, snd_pcm_uframes_t(frameCount)))
     }
 
     /// Frames the application may write now, or a negative errno.
     @inline(__always)
-    func availableFrames() -> Int { Int(snd_pcm_avail_update(handle)) }
+    func availableFrames() -> Int { Int(musickit_snd_pcm_avail_update(handle)) }
 
     /// Frames written but not yet played, or a negative errno.
     @inline(__always)
     func delayFrames() -> Int {
         var delay: snd_pcm_sframes_t = 0
-        let result = snd_pcm_delay(handle, &delay)
+        let result = musickit_snd_pcm_delay(handle, &delay)
         return result < 0 ? Int(result) : Int(delay)
     }
 
-    @inline(__always) func start() -> Int32 { snd_pcm_start(handle) }
+    @inline(__always) func start() -> Int32 { musickit_snd_pcm_start(handle) }
     /// Stops at once, discarding what the device holds.
-    @inline(__always) func drop() -> Int32 { snd_pcm_drop(handle) }
-    @inline(__always) func prepare() -> Int32 { snd_pcm_prepare(handle) }
-    @inline(__always) func pause(_ enable: Bool) -> Int32 { snd_pcm_pause(handle, enable ? 1 : 0) }
+    @inline(__always) func drop() -> Int32 { musickit_snd_pcm_drop(handle) }
+    @inline(__always) func prepare() -> Int32 { musickit_snd_pcm_prepare(handle) }
+    @inline(__always) func pause(_ enable: Bool) -> Int32 { musickit_snd_pcm_pause(handle, enable ? 1 : 0) }
     /// Recovers from -EPIPE (xrun) or -ESTRPIPE (suspend); the stream is prepared afterwards.
-    @inline(__always) func recover(from error: Int32) -> Int32 { snd_pcm_recover(handle, error, 1) }
+    @inline(__always) func recover(from error: Int32) -> Int32 { musickit_snd_pcm_recover(handle, error, 1) }
 
-    var isRunning: Bool { snd_pcm_state(handle) == SND_PCM_STATE_RUNNING }
+    var isRunning: Bool { musickit_snd_pcm_state(handle) == SND_PCM_STATE_RUNNING }
 
     /// Translates the revents of the PCM's poll descriptors: true when it can take frames.
     @inline(__always)
     func isWritable() -> Bool {
         var revents: UInt16 = 0
-        let result = snd_pcm_poll_descriptors_revents(handle, pollDescriptors,
+        let result = musickit_snd_pcm_poll_descriptors_revents(handle, pollDescriptors,
                                                       UInt32(pollDescriptorCount), &revents)
         return result >= 0 && (Int32(revents) & (POLLOUT | POLLERR)) != 0
     }
@@ -244,13 +249,13 @@ final class PCMDevice: @unchecked Sendable {
     /// The playback device names ALSA knows, for error messages.
     static func availableDeviceNames() -> [String] {
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
-        guard snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
-        defer { snd_device_name_free_hint(hints) }
+        guard musickit_alsa_load() == nil, musickit_snd_device_name_hint(-1, "pcm", &hints) == 0, let hints else { return [] }
+        defer { musickit_snd_device_name_free_hint(hints) }
         var names: [String] = []
         var cursor = hints
         while let hint = cursor.pointee {
-            if let name = snd_device_name_get_hint(hint, "NAME") {
-                let ioid = snd_device_name_get_hint(hint, "IOID")
+            if let name = musickit_snd_device_name_get_hint(hint, "NAME") {
+                let ioid = musickit_snd_device_name_get_hint(hint, "IOID")
                 let isCaptureOnly = ioid.map { String(cString: $0) == "Input" } ?? false
                 if !isCaptureOnly { names.append(String(cString: name)) }
                 free(name)

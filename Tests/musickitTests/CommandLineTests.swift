@@ -215,6 +215,20 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(result.out.contains("[2/2] Next Tone"), "SIGUSR1 skipped: \(result.out)")
     }
 
+    /// Every start pays for the libraries the tool links (~0.2-0.8 ms each here): the audio,
+    /// database and decoder libraries are opened when first needed instead, so `musickit next`
+    /// or `--help` loads none of them.
+    func testTheToolLinksNoLibraryItOpensWhenNeeded() throws {
+        let (code, out) = try runTool("/usr/bin/readelf", ["-d", CommandLineTests.executable.path], environment: [:])
+        XCTAssertEqual(code, 0, out)
+        let needed = out.split(separator: "\n").filter { $0.contains("(NEEDED)") }.map(String.init)
+        XCTAssertFalse(needed.isEmpty, "readelf lists the needed libraries: \(out)")
+        for library in ["libasound", "libsqlite3", "libsndfile", "libavformat", "libavcodec", "libsoxr", "libsystemd",
+                        "libcrypto", "libssl", "libpng", "libchafa"] {
+            XCTAssertFalse(needed.contains { $0.contains(library) }, "\(library) is linked: \(needed)")
+        }
+    }
+
     // MARK: Catalog
 
     func testSearchPrintsATableAndExitsWithZero() throws {
