@@ -1,6 +1,6 @@
 // libasound opened when first needed, and the functions Sources/AudioEngine/ALSA.swift calls:
-// see include/CALSA.h. Generated from alsa-lib's declarations; keep the list in step with the
-// header (a function missing from the library fails musickit_alsa_load).
+// see include/CALSA.h. Written by scripts/generate-alsa-library from alsa-lib's declarations (a
+// function missing from the library fails musickit_alsa_load).
 #include "CALSA.h"
 #include <dlfcn.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 // module: it calls the musickit_snd_* functions below, each the libasound function of the same
 // name without the prefix, through a pointer looked up once. Direct C calls, so that the audio
 // thread's `@_noLocks` code can make them (the compiler rejects calls through Swift function
-// values there).
+// values there). Written by scripts/generate-alsa-library.
 #ifndef MUSICKIT_CALSA_H
 #define MUSICKIT_CALSA_H
 #include <alsa/asoundlib.h>
