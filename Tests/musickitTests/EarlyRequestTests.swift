@@ -46,7 +46,7 @@ final class EarlyRequestTests: XCTestCase {
             }
             var buffer = [CChar](repeating: 0, count: 108)
             XCTAssertGreaterThan(musickit_early_request_socket_path(&buffer, buffer.count), 0)
-            XCTAssertEqual(String(cString: buffer), SystemPlayerWire.socketURL(MusicKitEnvironment.fromProcessEnvironment()).path,
+            XCTAssertEqual(buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, SystemPlayerWire.socketURL(MusicKitEnvironment.fromProcessEnvironment()).path,
                            "MUSICKIT_RUNTIME_DIR=\(runtime ?? "unset") XDG_RUNTIME_DIR=\(xdg ?? "unset")")
         }
     }

@@ -333,8 +333,13 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// What `play()` and `prepareToPlay()` throw for the engine's error: a `stop()` that came
     /// while the first entry was still opening cancels the start, as a stop during any start does.
     private static func startError(_ error: AudioEngineError) -> any Error {
-        if case .stopped = error { return CancellationError() }
-        return PlaybackError(error, failures: [])
+        switch error {
+        case .noQueue: PlaybackError.emptyQueue
+        case .nothingPlayable(let errors): PlaybackError.nothingPlayable(errors.map(\.description))
+        case .device(let device): PlaybackError.audioDevice(device.description)
+        case .timedOut(let what): PlaybackError.timedOut(what)
+        case .stopped: CancellationError()
+        }
     }
 
     public override func pause() {
@@ -712,16 +717,6 @@ extension MusicPlayer {
         case audioDevice(String)
         /// The device did not start in time.
         case timedOut(String)
-
-        init(_ error: AudioEngineError, failures: [String]) {
-            switch error {
-            case .noQueue: self = .emptyQueue
-            case .nothingPlayable(let errors): self = .nothingPlayable(failures + errors.map(\.description))
-            case .device(let device): self = .audioDevice(device.description)
-            case .timedOut(let what): self = .timedOut(what)
-            case .stopped: self = .nothingPlayable([error.description])  // the player throws CancellationError instead
-            }
-        }
 
         public var description: String {
             switch self {

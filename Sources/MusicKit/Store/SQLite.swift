@@ -136,6 +136,8 @@ final class SQLiteDatabase {
 final class SQLiteStatement {
     private let handle: OpaquePointer
     private unowned let database: SQLiteDatabase
+    /// The database's functions, kept: a statement is finalized from the database's deinit, when
+    /// its unowned reference can no longer be read.
     private let sqlite: LibSQLite
     let sql: String
 
