@@ -36,8 +36,9 @@ final class WakeSignal: Sendable {
     }
 }
 
-/// A joinable POSIX thread running one closure.
-final class EngineThread: @unchecked Sendable {
+/// A joinable POSIX thread running one closure (a plain pthread: Foundation's `Thread` takes
+/// longer to start running, up to milliseconds on a busy machine).
+package final class EngineThread: @unchecked Sendable {
     // @unchecked: `thread` is written once before `start` returns and read by `join` afterwards.
     private var thread = pthread_t()
     private let name: String
@@ -49,7 +50,7 @@ final class EngineThread: @unchecked Sendable {
     }
 
     /// Starts `body` on a new thread called `name` (at most 15 characters are kept).
-    init(name: String, body: @escaping @Sendable () -> Void) {
+    package init(name: String, body: @escaping @Sendable () -> Void) {
         self.name = name
         let context = Unmanaged.passRetained(Context(name: name, body: body)).toOpaque()
         let result = pthread_create(&thread, nil, { raw in
@@ -66,7 +67,7 @@ final class EngineThread: @unchecked Sendable {
     }
 
     /// Lets the thread end on its own, without a `join`.
-    func detach() {
+    package func detach() {
         pthread_detach(thread)
     }
 

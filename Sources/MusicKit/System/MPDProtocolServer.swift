@@ -63,22 +63,12 @@ final class MPDProtocolServer: @unchecked Sendable {
     }
 
     private func serve(from listener: Int32, checkingUser: Bool) {
-        let thread = Thread { [weak self] in
-            while true {
-                let descriptor = accept(listener, nil, nil)
-                if descriptor < 0 { if errno == EINTR || errno == ECONNABORTED { continue } else { return } }
-                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-                if checkingUser && !SystemPlayerWire.peerIsThisUser(descriptor) { close(descriptor); continue }
-                let client = Thread { [weak self] in
-                    self?.serve(descriptor)
-                    close(descriptor)
-                }
-                client.name = "musickitd.mpd"
-                client.start()
-            }
-        }
-        thread.name = "musickitd.mpd.accept"
-        thread.start()
+        let acceptors = ConnectionAcceptors(listener: listener, name: "musickitd.mpd", admit: { descriptor in
+            !checkingUser || SystemPlayerWire.peerIsThisUser(descriptor)
+        }, serve: { [weak self] descriptor in
+            self?.serve(descriptor)
+        })
+        acceptors.start()
     }
 
     /// Something changed in `subsystems` (player, playlist, options): idle clients wake.

@@ -96,31 +96,19 @@ package final class SystemPlayerServer: @unchecked Sendable {
         startPositionTimer()
         installSignalHandlers()
         log("musickitd \(getpid()) serving \(path) (audio device: \(player.engineConfiguration.deviceName))")
-        while true {
-            let descriptor = accept(listener, nil, nil)
-            if descriptor < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno == EBADF || errno == EINVAL { return true }  // closed by shutdown
-                log("accept: \(String(cString: strerror(errno)))")
-                continue
-            }
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        // Serves until shutdown, which exits; returns if the listener is closed.
+        ConnectionAcceptors(listener: listener, name: "musickitd.client", admit: { [weak self] descriptor in
             guard SystemPlayerWire.peerIsThisUser(descriptor) else {
-                log("refused a connection from another user")
-                close(descriptor)
-                continue
+                self?.log("refused a connection from another user")
+                return false
             }
-            let client = Client(descriptor: descriptor)
-            let id = nextClientID.add(1, ordering: .relaxed).oldValue
-            clients.withLock { $0[id] = client }
-            let thread = Thread { [weak self] in
-                self?.serve(client)
-                self?.clients.withLock { _ = $0.removeValue(forKey: id) }
-                close(descriptor)
-            }
-            thread.name = "musickitd.client"
-            thread.start()
-        }
+            return true
+        }, serve: { [weak self] descriptor in
+            self?.serve(Client(descriptor: descriptor))
+        }, failed: { [weak self] error in
+            self?.log("accept: \(String(cString: strerror(error)))")
+        }).acceptOnThisThread()
+        return true
     }
 
     /// The MPD protocol's socket (`MPD_HOST=<this path> mpc status`).
@@ -134,7 +122,12 @@ package final class SystemPlayerServer: @unchecked Sendable {
 
     // MARK: - Requests
 
+    /// Serves one peer until it leaves (or is dropped); it gets the state changes it subscribes to
+    /// meanwhile.
     private func serve(_ client: Client) {
+        let id = nextClientID.add(1, ordering: .relaxed).oldValue
+        clients.withLock { $0[id] = client }
+        defer { clients.withLock { _ = $0.removeValue(forKey: id) } }
         while true {
             let message: SystemPlayerWire.Message
             do {

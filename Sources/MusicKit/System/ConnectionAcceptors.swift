@@ -1,0 +1,82 @@
+import AudioEngine
+import Glibc
+import Synchronization
+
+/// Threads that wait in `accept` before their connection arrives, so that a new client's first
+/// request is read by a thread that is already running: `musickit next` and `mpc next` each
+/// connect once, and a thread created after `accept` started 0.1–3.6 ms later on a busy machine
+/// (the benchmark's `musickit next` runs, 2026-12-01), which was most of what the command cost
+/// beyond the skip itself.
+///
+/// There are always `spare` threads waiting (the caller's own, in `acceptOnThisThread`, among
+/// them): the one that takes a connection starts another when it was the last one waiting, and
+/// after serving goes back to waiting, or ends when enough already wait. Linux wakes one waiter
+/// per connection. So 50 clients at once get 50 threads, and the daemon idles with `spare`.
+final class ConnectionAcceptors: Sendable {
+    private let listener: Int32
+    private let name: String
+    private let spare: Int
+    private let admit: @Sendable (Int32) -> Bool
+    private let serve: @Sendable (Int32) -> Void
+    private let failed: @Sendable (Int32) -> Void
+    private let waiting = Atomic<Int>(0)
+
+    /// `admit` decides whether a connection is served (refused ones are closed); `serve` serves
+    /// one until its peer leaves (the descriptor is closed after it); `failed` hears about
+    /// `accept` errors other than an interrupted or aborted connection.
+    init(listener: Int32, name: String, spare: Int = 2, admit: @escaping @Sendable (Int32) -> Bool,
+         serve: @escaping @Sendable (Int32) -> Void, failed: @escaping @Sendable (Int32) -> Void = { _ in }) {
+        self.listener = listener
+        self.name = name
+        self.spare = max(1, spare)
+        self.admit = admit
+        self.serve = serve
+        self.failed = failed
+    }
+
+    /// Threads waiting in `accept` now.
+    var waitingThreads: Int { waiting.load(ordering: .relaxed) }
+
+    /// Starts the waiting threads, all of them on threads of their own.
+    func start() {
+        for _ in 0..<spare { startWaiter() }
+    }
+
+    /// Makes the calling thread one of the waiters, for good: returns only when the listener is
+    /// closed. The others are started first.
+    func acceptOnThisThread() {
+        for _ in 1..<spare { startWaiter() }
+        acceptLoop(staysWhenIdle: true)
+    }
+
+    private func startWaiter() {
+        EngineThread(name: name) { [self] in acceptLoop(staysWhenIdle: false) }.detach()
+    }
+
+    private func acceptLoop(staysWhenIdle: Bool) {
+        while true {
+            waiting.add(1, ordering: .relaxed)
+            let descriptor = accept(listener, nil, nil)
+            let error = errno
+            let stillWaiting = waiting.subtract(1, ordering: .relaxed).newValue
+            if descriptor < 0 {
+                switch error {
+                case EINTR, ECONNABORTED: continue
+                case EBADF, EINVAL, ENOTSOCK: return  // the listener was shut down or closed
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    failed(error)
+                    usleep(10_000)  // out of descriptors or memory: try again once some are free
+                    continue
+                default:
+                    failed(error)
+                    continue
+                }
+            }
+            if stillWaiting == 0 { startWaiter() }  // the next client finds a thread waiting
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            if admit(descriptor) { serve(descriptor) }
+            close(descriptor)
+            if !staysWhenIdle && waiting.load(ordering: .relaxed) >= spare { return }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import AudioTestSupport
+import Foundation
+import Glibc
+@testable import MusicKit
+import Synchronization
+import XCTest
+
+/// The daemon's connections are taken by threads already waiting in `accept`.
+final class ConnectionAcceptorsTests: XCTestCase {
+    private func listener() throws -> Int32 {
+        let path = try makeTemporaryDirectory(self).appendingPathComponent("test.sock").path
+        let listener = try SystemPlayerWire.listen(at: path)
+        addTeardownBlock { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }  // shutdown ends the waiting threads
+        listeningPath = path
+        return listener
+    }
+    private var listeningPath = ""
+
+    /// Ten clients, none of them finished: each is served at once, by a thread that was waiting
+    /// for it, and a thread waits for an eleventh; once they leave, `spare` threads wait again.
+    func testEveryClientFindsAThreadWaitingWhileTheOthersAreStillServed() throws {
+        let served = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let acceptors = ConnectionAcceptors(listener: try listener(), name: "test.acceptor", spare: 2, admit: { _ in true },
+                                            serve: { descriptor in
+            var byte: UInt8 = 0
+            guard read(descriptor, &byte, 1) == 1 else { return }
+            served.signal()
+            release.wait()
+        })
+        acceptors.start()
+        var clients: [Int32] = []
+        defer { clients.forEach { close($0) } }
+        for index in 0..<10 {
+            let client = try SystemPlayerWire.connect(to: listeningPath)
+            clients.append(client)
+            var byte: UInt8 = 1
+            XCTAssertEqual(write(client, &byte, 1), 1)
+            XCTAssertEqual(served.wait(timeout: .now() + 5), .success, "client \(index) was not served while the others were")
+        }
+        XCTAssertGreaterThanOrEqual(acceptors.waitingThreads, 1, "no thread waits for the next client")
+        for _ in clients { release.signal() }
+        let deadline = Date().addingTimeInterval(5)
+        while acceptors.waitingThreads != 2 && Date() < deadline { usleep(1_000) }
+        XCTAssertEqual(acceptors.waitingThreads, 2, "the threads that served did not go back to the spare count")
+    }
+
+    /// A connection `admit` refuses is closed without being served.
+    func testARefusedConnectionIsClosedUnserved() throws {
+        let servedCount = Atomic<Int>(0)
+        let acceptors = ConnectionAcceptors(listener: try listener(), name: "test.acceptor", admit: { _ in false },
+                                            serve: { _ in servedCount.add(1, ordering: .relaxed) })
+        acceptors.start()
+        let client = try SystemPlayerWire.connect(to: listeningPath)
+        defer { close(client) }
+        var descriptor = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&descriptor, 1, 5_000), 1, "the refused connection stayed open")
+        var byte: UInt8 = 0
+        XCTAssertEqual(read(client, &byte, 1), 0, "a refused peer should read the end of the stream")
+        XCTAssertEqual(servedCount.load(ordering: .relaxed), 0)
+    }
+}
