@@ -12,6 +12,9 @@ import Synchronization
 /// them): the one that takes a connection starts another when it was the last one waiting, and
 /// after serving goes back to waiting, or ends when enough already wait. Linux wakes one waiter
 /// per connection. So 50 clients at once get 50 threads, and the daemon idles with `spare`.
+///
+/// `shutdown(2)` on the listener ends them; it must not be closed while they live, since a
+/// waiter that has not started yet would then accept on whatever socket reuses its number.
 final class ConnectionAcceptors: Sendable {
     private let listener: Int32
     private let name: String
@@ -54,29 +57,45 @@ final class ConnectionAcceptors: Sendable {
     }
 
     private func acceptLoop(staysWhenIdle: Bool) {
+        waiting.add(1, ordering: .relaxed)
         while true {
-            waiting.add(1, ordering: .relaxed)
             let descriptor = accept(listener, nil, nil)
             let error = errno
             let stillWaiting = waiting.subtract(1, ordering: .relaxed).newValue
             if descriptor < 0 {
                 switch error {
-                case EINTR, ECONNABORTED: continue
+                case EINTR, ECONNABORTED: break
                 case EBADF, EINVAL, ENOTSOCK: return  // the listener was shut down or closed
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     failed(error)
                     usleep(10_000)  // out of descriptors or memory: try again once some are free
-                    continue
                 default:
                     failed(error)
-                    continue
                 }
+                waiting.add(1, ordering: .relaxed)
+                continue
             }
             if stillWaiting == 0 { startWaiter() }  // the next client finds a thread waiting
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             if admit(descriptor) { serve(descriptor) }
             close(descriptor)
-            if !staysWhenIdle && waiting.load(ordering: .relaxed) >= spare { return }
+            if staysWhenIdle {
+                waiting.add(1, ordering: .relaxed)
+            } else if !joinWaitersIfFew() {
+                return
+            }
         }
+    }
+
+    /// Counts the calling thread among the waiting ones unless `spare` already wait (then it
+    /// should end): one compare-and-swap, so that threads coming back together do not all stay.
+    private func joinWaitersIfFew() -> Bool {
+        var count = waiting.load(ordering: .relaxed)
+        while count < spare {
+            let (exchanged, original) = waiting.compareExchange(expected: count, desired: count + 1, ordering: .relaxed)
+            if exchanged { return true }
+            count = original
+        }
+        return false
     }
 }

@@ -73,18 +73,18 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     /// Something changed in `subsystems` (player, playlist, options): idle clients wake.
     func notify(_ subsystems: Set<String>) {
-        let wakes = state.withLock { state -> [Int32] in
+        // The wake-ups are written under the lock: an idler is removed under it before its pipe is
+        // closed, so no byte goes to a closed pipe's descriptor number after it was reused.
+        state.withLock { state in
             if subsystems.contains("playlist") { state.playlistVersion += 1 }
-            var wakes: [Int32] = []
             for (id, idler) in state.idlers {
                 let relevant = idler.wanted.isEmpty ? subsystems : subsystems.intersection(idler.wanted)
                 guard !relevant.isEmpty else { continue }
                 state.idlers[id]?.changes.formUnion(relevant)
-                wakes.append(idler.wake)
+                var byte: UInt8 = 1
+                _ = write(idler.wake, &byte, 1)  // non-blocking; a full pipe already wakes it
             }
-            return wakes
         }
-        for wake in wakes { var byte: UInt8 = 1; _ = write(wake, &byte, 1) }
     }
 
     // MARK: - A client

@@ -39,17 +39,27 @@ package final class SystemPlayerServer: @unchecked Sendable {
 
     /// One connected peer.
     private final class Client: @unchecked Sendable {
-        // @unchecked: writes are serialized by `writeLock`; `subscribed` is set once, before events.
+        // @unchecked: writes and `ended` are serialized by `writeLock`; `subscribed` is set once,
+        // before events.
         let descriptor: Int32
         let writeLock = NSLock()
         var subscribed = false
+        /// Served to the end: the descriptor is about to be closed (and its number reused), so a
+        /// broadcast that picked this client up just before must not write to it.
+        private var ended = false
 
         init(descriptor: Int32) { self.descriptor = descriptor }
 
         /// Sends or, when the peer is gone, does nothing (its thread notices and closes).
         func send(_ message: SystemPlayerWire.Message) {
-            writeLock.withLock { try? SystemPlayerWire.send(message, on: descriptor) }
+            writeLock.withLock {
+                guard !ended else { return }
+                try? SystemPlayerWire.send(message, on: descriptor)
+            }
         }
+
+        /// No more sends: called before the descriptor is closed.
+        func end() { writeLock.withLock { ended = true } }
     }
 
     /// MPD's protocol on 127.0.0.1 at this port as well (nil: only on `mpd.sock`).
@@ -127,7 +137,10 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private func serve(_ client: Client) {
         let id = nextClientID.add(1, ordering: .relaxed).oldValue
         clients.withLock { $0[id] = client }
-        defer { clients.withLock { _ = $0.removeValue(forKey: id) } }
+        defer {
+            clients.withLock { _ = $0.removeValue(forKey: id) }
+            client.end()
+        }
         while true {
             let message: SystemPlayerWire.Message
             do {

@@ -10,14 +10,17 @@ final class ConnectionAcceptorsTests: XCTestCase {
     private func listener() throws -> Int32 {
         let path = try makeTemporaryDirectory(self).appendingPathComponent("test.sock").path
         let listener = try SystemPlayerWire.listen(at: path)
-        addTeardownBlock { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }  // shutdown ends the waiting threads
+        // Shut down, which ends the waiting threads, and never closed: a waiter that has not
+        // started yet would accept on the next test's listener if it got the same number.
+        addTeardownBlock { shutdown(listener, Int32(SHUT_RDWR)) }
         listeningPath = path
         return listener
     }
     private var listeningPath = ""
 
-    /// Ten clients, none of them finished: each is served at once, by a thread that was waiting
-    /// for it, and a thread waits for an eleventh; once they leave, `spare` threads wait again.
+    /// Ten clients, none of them finished: each is served while the ones before it still are (a
+    /// thread was waiting for it, or was started for it when the last waiting one took a
+    /// connection); once they leave, about `spare` threads wait again (not the ten).
     func testEveryClientFindsAThreadWaitingWhileTheOthersAreStillServed() throws {
         let served = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
@@ -38,11 +41,12 @@ final class ConnectionAcceptorsTests: XCTestCase {
             XCTAssertEqual(write(client, &byte, 1), 1)
             XCTAssertEqual(served.wait(timeout: .now() + 5), .success, "client \(index) was not served while the others were")
         }
-        XCTAssertGreaterThanOrEqual(acceptors.waitingThreads, 1, "no thread waits for the next client")
         for _ in clients { release.signal() }
         let deadline = Date().addingTimeInterval(5)
-        while acceptors.waitingThreads != 2 && Date() < deadline { usleep(1_000) }
-        XCTAssertEqual(acceptors.waitingThreads, 2, "the threads that served did not go back to the spare count")
+        while acceptors.waitingThreads < 2 && Date() < deadline { usleep(1_000) }
+        XCTAssertGreaterThanOrEqual(acceptors.waitingThreads, 2, "fewer threads wait than the spare count")
+        // The others end (threads started while none waited may still join: a few, not ten).
+        XCTAssertLessThan(acceptors.waitingThreads, 10, "the threads that served all stayed")
     }
 
     /// A connection `admit` refuses is closed without being served.
