@@ -36,8 +36,7 @@ final class WakeSignal: Sendable {
     }
 }
 
-/// A joinable POSIX thread running one closure (a plain pthread: Foundation's `Thread` takes
-/// longer to start running, up to milliseconds on a busy machine).
+/// A joinable POSIX thread running one closure.
 package final class EngineThread: @unchecked Sendable {
     // @unchecked: `thread` is written once before `start` returns and read by `join` afterwards.
     private var thread = pthread_t()

@@ -46,7 +46,7 @@ final class ConnectionAcceptors: Sendable {
     }
 
     /// Makes the calling thread one of the waiters, for good: returns only when the listener is
-    /// closed. The others are started first.
+    /// shut down. The others are started first.
     func acceptOnThisThread() {
         for _ in 1..<spare { startWaiter() }
         acceptLoop(staysWhenIdle: true)
