@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr; MusicKit -> CSQLite / CSystemd / COpenSSL / CPNG.
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr / CPulse; MusicKit -> CSQLite / CSystemd / COpenSSL / CPNG.
 import PackageDescription
 
 let package = Package(
@@ -28,6 +28,10 @@ let package = Package(
         // FFmpeg's headers (libavformat-dev, libavcodec-dev, libavutil-dev), for MP4 audio (AAC,
         // ALAC). Not linked: opened when the first MP4 file is (Sources/AudioEngine/FFmpeg.swift).
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg"),
+        // libpulse's headers (libpulse-dev), for the native PulseAudio/PipeWire output (the
+        // `pulseaudio` devices). Not linked: opened when such a device is
+        // (Sources/AudioEngine/PulseAudio.swift).
+        .systemLibrary(name: "CPulse", path: "Sources/CPulse"),
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         // SQLite's header (libsqlite3-dev). Not linked: opened when the first database is
@@ -47,7 +51,7 @@ let package = Package(
 
         .target(
             name: "AudioEngine",
-            dependencies: ["CALSA", "CSndFile", "CFFmpeg", "CSoxr", "CLinux"],
+            dependencies: ["CALSA", "CSndFile", "CFFmpeg", "CSoxr", "CPulse", "CLinux"],
             swiftSettings: [
                 // `@_noLocks` on the render step is verified where generics are specialized:
                 // in optimized builds (`swift build -c release`). Unoptimized builds cannot see

@@ -6,6 +6,8 @@ import Foundation
 /// sound is found in the PulseAudio null sink's monitor recording.
 struct EngineBenchmarks {
     let device: String
+    /// How the rows name it: "engine" (ALSA's pulse plugin), "engine (native PulseAudio)".
+    var name = "engine"
     let recorder: MonitorRecorder
     let fixtures: Fixtures
     let runs: Int
@@ -45,7 +47,7 @@ struct EngineBenchmarks {
                 engine.stop()
                 settle()
             }
-            report.add(Row(prepared ? "engine TTFA after prepare(): play() -> sound" : "engine TTFA cold: play() -> sound",
+            report.add(Row(prepared ? "\(name) TTFA after prepare(): play() -> sound" : "\(name) TTFA cold: play() -> sound",
                            starts: checks, landingFloor: landingFloor,
                            note: (prepared ? "API call in a running process; 0.5 s between prepare() and play()"
                                : "API call in a running process; opens the device") + "; " + Self.describe(timings)))
@@ -71,7 +73,7 @@ struct EngineBenchmarks {
             engine.stop()
             settle()
         }
-        report.add(Row("engine skip: skipToNextEntry() -> next entry's sound", starts: checks, landingFloor: landingFloor,
+        report.add(Row("\(name) skip: skipToNextEntry() -> next entry's sound", starts: checks, landingFloor: landingFloor,
                        note: sources.note + "; " + Self.describe(timings)))
     }
 
@@ -93,7 +95,7 @@ struct EngineBenchmarks {
             engine.stop()
             settle()
         }
-        report.add(Row("engine seek: seek(toFrame:) -> sound at the target", starts: checks, landingFloor: landingFloor,
+        report.add(Row("\(name) seek: seek(toFrame:) -> sound at the target", starts: checks, landingFloor: landingFloor,
                        note: "from the silent first 2 s to the sweep at 2 s, while playing; " + Self.describe(timings)))
     }
 

@@ -7,6 +7,8 @@ import Foundation
 /// exactly like the engine: the command or request is timestamped, the sound found at the monitor.
 struct PeerBenchmarks {
     let device: String
+    /// The same sink through the engine's native PulseAudio output (`pulseaudio:SINK`), when known.
+    let nativeDevice: String?
     let recorder: MonitorRecorder
     let fixtures: Fixtures
     let runs: Int
@@ -64,7 +66,12 @@ struct PeerBenchmarks {
     func commandLineTTFA(floor: Int, control: [StartCheck]) {
         report.add(Row("musickit play (CLI) TTFA: process start -> sound", starts: commandStarts(
             musickit, ["play", "--no-ui", "--device", device, fixtures.sweep.path]), landingFloor: floor,
-            note: "includes process start-up"))
+            note: "includes process start-up; ALSA pulse plugin, same device as aplay"))
+        if let nativeDevice {
+            report.add(Row("musickit play --device pulseaudio (CLI) TTFA: process start -> sound", starts: commandStarts(
+                musickit, ["play", "--no-ui", "--device", nativeDevice, fixtures.sweep.path]), landingFloor: floor,
+                note: "includes process start-up; the engine's native PulseAudio output, same sink"))
+        }
         if let aplay = Self.installed("aplay") {
             report.add(Row("aplay TTFA: process start -> sound", starts: commandStarts(
                 aplay, ["-q", "-D", device, fixtures.sweep.path]), landingFloor: floor,

@@ -102,8 +102,8 @@ if realTimeGroups.contains(where: { wants($0) }) {
     let recorder = try MonitorRecorder(source: monitor, latencyMilliseconds: 2)
     progress("warming up the monitor recorder (2.5 s)")
     recorder.warmUp()
-    let peers = PeerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
-                               musickit: musickit)
+    let peers = PeerBenchmarks(device: device, nativeDevice: environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"],
+                               recorder: recorder, fixtures: fixtures, runs: runs, report: report, musickit: musickit)
     // The control first: every start is judged by the frames the monitor cannot see (paplay).
     progress("control: paplay's landing frames")
     let (floor, control) = peers.landingFloor()
@@ -114,6 +114,15 @@ if realTimeGroups.contains(where: { wants($0) }) {
     if wants("ttfa") { progress("time to first audio"); engine.timeToFirstAudio() }
     if wants("skip") { progress("skip latency"); engine.skipLatency() }
     if wants("seek") { progress("seek latency"); engine.seekLatency() }
+    if let nativeDevice = environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"] {
+        // The same starts through the engine's own libpulse stream instead of ALSA's pulse plugin.
+        var native = EngineBenchmarks(device: nativeDevice, recorder: recorder, fixtures: fixtures, runs: runs,
+                                      report: report, landingFloor: floor)
+        native.name = "engine (native PulseAudio)"
+        if wants("ttfa") { progress("time to first audio, native PulseAudio"); native.timeToFirstAudio() }
+        if wants("skip") { progress("skip latency, native PulseAudio"); native.skipLatency() }
+        if wants("seek") { progress("seek latency, native PulseAudio"); native.seekLatency() }
+    }
     if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
     if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU() }
     if wants("load") { progress("60 s under load"); engine.underLoad() }
@@ -167,6 +176,10 @@ if realTimeGroups.contains(where: { wants($0) }) {
         ratio("engine skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
         ratio("player skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
         ratio("engine seek: seek(toFrame:) -> sound at the target", "MPD (\(output)) seek: `seekcur 2` -> sound at the target")
+        ratio("engine (native PulseAudio) TTFA after prepare(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+        ratio("engine (native PulseAudio) TTFA cold: play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+        ratio("engine (native PulseAudio) skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
+        ratio("engine (native PulseAudio) seek: seek(toFrame:) -> sound at the target", "MPD (\(output)) seek: `seekcur 2` -> sound at the target")
         ratio("system player TTFA after prepareToPlay(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
         ratio("system player skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
         ratio("musickit next (CLI) -> next entry's sound", "MPD (\(output)) skip via `mpc next` -> next file's sound")
@@ -176,6 +189,8 @@ if realTimeGroups.contains(where: { wants($0) }) {
     ratio("engine skip: skipToNextEntry() -> next entry's sound", "mpv skip: playlist-next over IPC -> next file's sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "mpv TTFA: process start -> sound")
+    ratio("musickit play --device pulseaudio (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
+    ratio("musickit play --device pulseaudio (CLI) TTFA: process start -> sound", "paplay TTFA: process start -> sound")
     let header = """
     Measured through a PulseAudio \(PeerBenchmarks.installed("pulseaudio") != nil ? "" : "(?) ")null sink, \
     monitor recorded by parec --latency-msec=\(recorder.latencyMilliseconds); \(runs) runs each; \

@@ -4,7 +4,8 @@ import Glibc
 // The one wrapper around ALSA (CALSA). Every snd_* call of the project goes through this file (as
 // musickit_snd_*: libasound is opened when the first device is, see Sources/CALSA/include/CALSA.h).
 
-/// A failed ALSA call: which operation, on which device, and the (negative) error code.
+/// A failed ALSA call (or libpulse call, for the `pulseaudio` devices): which operation, on which
+/// device, and the (negative) error code.
 public struct ALSAError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The C function that failed, e.g. `snd_pcm_open`.
     public let operation: String
@@ -16,7 +17,11 @@ public struct ALSAError: Error, CustomStringConvertible, Sendable, Equatable {
     public let hint: String?
 
     public var description: String {
-        var text = "ALSA \(operation) on device '\(device)' failed: \(String(cString: musickit_snd_strerror(code))) (\(code))"
+        // A failure on a `pulseaudio` device carries the nearest errno; its hint starts with
+        // libpulse's own words.
+        var text = PCMDevice.isPulseAudio(name: device)
+            ? "PulseAudio \(operation) on device '\(device)' failed (\(code))"
+            : "ALSA \(operation) on device '\(device)' failed: \(String(cString: musickit_snd_strerror(code))) (\(code))"
         if let hint { text += ". \(hint)" }
         return text
     }
@@ -83,7 +88,7 @@ func alsaCall(_ operation: String, device: String, hint: String? = nil,
 /// `start`, `drop`, `prepare`, `pause`, `recover`, `pollEvents` make no allocation in this
 /// file; what the ALSA plugin behind the device does is the plugin's business
 /// (the `null`, `file` and `hw` plugins do not allocate; `pulse` goes through libpulse).
-final class PCMDevice: @unchecked Sendable {
+final class ALSAPCM: @unchecked Sendable {
     let name: String
     let configuration: PCMConfiguration
     private let handle: OpaquePointer
@@ -104,17 +109,17 @@ final class PCMDevice: @unchecked Sendable {
             throw ALSAError(operation: "dlopen", code: -ENOSYS, device: name,
                             hint: "\(String(cString: failure)): is alsa-lib installed (Debian: libasound2)?")
         }
-        PCMDevice.silenceLibraryErrors
+        ALSAPCM.silenceLibraryErrors
         var pcm: OpaquePointer?
         let openResult = musickit_snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         if openResult < 0 {
             throw ALSAError(operation: "snd_pcm_open", code: openResult, device: name,
-                            hint: PCMDevice.openFailureHint(code: openResult, device: name))
+                            hint: ALSAPCM.openFailureHint(code: openResult, device: name))
         }
         handle = pcm!
         prepareDiscardsPlayback = musickit_snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG
         do {
-            configuration = try PCMDevice.configure(handle, name: name, request: request)
+            configuration = try ALSAPCM.configure(handle, name: name, request: request)
             let count = Int(try alsaCall("snd_pcm_poll_descriptors_count", device: name) {
                 musickit_snd_pcm_poll_descriptors_count(pcm)
             })
@@ -234,17 +239,6 @@ final class PCMDevice: @unchecked Sendable {
     @inline(__always) func pause(_ enable: Bool) -> Int32 { musickit_snd_pcm_pause(handle, enable ? 1 : 0) }
     /// Recovers from -EPIPE (xrun) or -ESTRPIPE (suspend); the stream is prepared afterwards.
     @inline(__always) func recover(from error: Int32) -> Int32 { musickit_snd_pcm_recover(handle, error, 1) }
-
-    var isRunning: Bool { musickit_snd_pcm_state(handle) == SND_PCM_STATE_RUNNING }
-
-    /// Translates the revents of the PCM's poll descriptors: true when it can take frames.
-    @inline(__always)
-    func isWritable() -> Bool {
-        var revents: UInt16 = 0
-        let result = musickit_snd_pcm_poll_descriptors_revents(handle, pollDescriptors,
-                                                      UInt32(pollDescriptorCount), &revents)
-        return result >= 0 && (Int32(revents) & (POLLOUT | POLLERR)) != 0
-    }
 
     /// The playback device names ALSA knows, for error messages.
     static func availableDeviceNames() -> [String] {

@@ -157,7 +157,7 @@ struct DecoderLoop: ~Copyable {
             case .xrun(let total): deliver(.engine(.xrun(total: total)))
             case .queueFinished: deliver(.engine(.queueFinished))
             case .deviceFailed(let code, let operation):
-                deliver(.engine(.deviceFailed(ALSAError(operation: operation.functionName, code: code,
+                deliver(.engine(.deviceFailed(ALSAError(operation: operation.functionName(onDevice: deviceName), code: code,
                                                         device: deviceName, hint: nil))))
             }
         }

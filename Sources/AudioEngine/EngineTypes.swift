@@ -146,7 +146,8 @@ public enum AudioEngineStatus: Sendable, Equatable {
 /// Settings for an engine. The defaults aim at low latency on a desktop sound server.
 public struct AudioEngineConfiguration: Sendable, Equatable {
     /// ALSA PCM name: `default` (on a desktop, PipeWire or PulseAudio), `pulse`, `hw:0,0`,
-    /// `file:FILE=/tmp/out.raw,FORMAT=raw`, `null`, ...
+    /// `file:FILE=/tmp/out.raw,FORMAT=raw`, `null`, ...; or `pulseaudio` / `pulseaudio:SINK`: a
+    /// stream on the PulseAudio (or PipeWire) server through libpulse, without ALSA.
     public var deviceName: String = "default"
     /// The stream's rate; nil takes the first entry's rate. Entries at another rate are converted.
     public var sampleRate: Int?
@@ -311,8 +312,18 @@ enum AudioThreadEvent {
 enum DeviceOperation: UInt8 {
     case write, start, prepare, pause, drop, recover, poll
 
-    var functionName: String {
-        switch self {
+    /// The C function behind the operation on `device` (an ALSA PCM, or a libpulse stream).
+    func functionName(onDevice device: String) -> String {
+        if PCMDevice.isPulseAudio(name: device) {
+            return switch self {
+            case .write: "pa_stream_write"
+            case .start: "pa_stream_trigger"
+            case .prepare, .drop, .recover: "pa_stream_flush"
+            case .pause: "pa_stream_cork"
+            case .poll: "poll"
+            }
+        }
+        return switch self {
         case .write: "snd_pcm_writei"
         case .start: "snd_pcm_start"
         case .prepare: "snd_pcm_prepare"

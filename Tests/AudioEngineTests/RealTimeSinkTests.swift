@@ -57,6 +57,71 @@ final class RealTimeSinkTests: XCTestCase {
         XCTAssertLessThan(SignalAnalysis.longestQuietRun(heard), 8, "no silence between the tracks at the sink")
     }
 
+    /// The same album through the native PulseAudio output, checked at the monitor alone: from
+    /// its first frame to its last, bit for bit (a gap at a boundary, or an end cut short by a
+    /// stream stopped before the server played it out, would differ), no underrun or xrun.
+    func testNativePulseAudioPlaysTheAlbumWholeAndBitExact() throws {
+        let device = try AudioTestEnvironment.requireNativePulse()
+        let recorder = try recorder()
+        let signal = TestSignal.sweep(frames: 66_150, startHz: 300, endHz: 3_000).enumerated().map { index, value in
+            index < 2 ? Float(29_490) / 32_768 : value  // full scale at frame 0: the landing is exact
+        }
+        let bounds = [0, 21_001, 43_657, 66_150]
+        let paths = try zip(bounds, bounds.dropFirst()).enumerated().map { index, range -> String in
+            let url = directory.appendingPathComponent("\(index).flac")
+            try writeAudioFile(url, Array(signal[range.0 * 2 ..< range.1 * 2]))
+            return url.path
+        }
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+        let events = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.prepare()
+        usleep(150_000)
+        let call = monotonicNanoseconds()
+        try engine.play()
+        let check = recorder.checkStart(since: call - 100_000_000, call: call, track: pcm16(signal), compareFrames: 66_150)
+        events.waitForQueueFinished(timeout: 5)
+        let statistics = engine.statistics
+        engine.stop()
+        XCTAssertEqual(check.framesHeardBeforeCall, 0, "nothing before play() (\(check))")
+        XCTAssertLessThanOrEqual(check.landingFrame ?? .max, StartIntegrityTests.monitorLandingFloor, "from the first frame (\(check))")
+        XCTAssertEqual(check.comparedFrames + (check.landingFrame ?? 0), 66_150, "compared to the last frame (\(check))")
+        XCTAssertEqual(check.mismatchedFrames, 0, "the whole album, bit-exact (\(check))")
+        XCTAssertEqual(statistics.underruns, 0)
+        XCTAssertEqual(statistics.xruns, 0)
+    }
+
+    /// A sink the server does not have, and a server that does not answer, are device errors
+    /// that say what to check, and nothing is played.
+    func testNativePulseAudioNamesAMissingSinkAndAnUnreachableServer() throws {
+        _ = try AudioTestEnvironment.requireNativePulse()
+        let url = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 4_410, sampleRate: 44_100, channels: 2))
+        func openingError(_ device: String) -> String? {
+            let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+            engine.setQueue(AudioEntryList(paths: [url.path]))
+            defer { engine.stop() }
+            do {
+                try engine.prepare()
+                return nil
+            } catch .device(let error) {
+                return error.description
+            } catch {
+                return "not a device error: \(error)"
+            }
+        }
+        let missing = try XCTUnwrap(openingError("pulseaudio:no_such_sink"), "a missing sink fails")
+        XCTAssertTrue(missing.hasPrefix("PulseAudio pa_stream_connect_playback on device 'pulseaudio:no_such_sink' failed"), missing)
+        XCTAssertTrue(missing.contains("pactl list short sinks"), missing)
+
+        let server = ProcessInfo.processInfo.environment["PULSE_SERVER"]
+        setenv("PULSE_SERVER", "unix:\(directory.appendingPathComponent("no-server").path)", 1)
+        defer { if let server { setenv("PULSE_SERVER", server, 1) } else { unsetenv("PULSE_SERVER") } }
+        let unreachable = try XCTUnwrap(openingError("pulseaudio"), "no server fails")
+        XCTAssertTrue(unreachable.hasPrefix("PulseAudio pa_context_connect on device 'pulseaudio' failed"), unreachable)
+        XCTAssertTrue(unreachable.contains("pactl info") && unreachable.contains("PULSE_SERVER is unix:"), unreachable)
+    }
+
     func testSkipSwitchesWhatTheSinkPlaysAndReportsTheNewEntry() throws {
         let device = try AudioEnginePulseRequirement.device()
         let recorder = try recorder()

@@ -8,7 +8,8 @@ import XCTest
 /// Every start is silent before its call and heard from the right frame: prepared and cold
 /// `play()`, skips both ways, a seek while paused, a resume, a skip while paused. Checked at
 /// the real-time sink's monitor (exact silence before the call; the file bit for bit from the
-/// first heard frame for a second) and, through ALSA's `file` plugin, for every frame written.
+/// first heard frame for a second), through ALSA's pulse plugin and through the engine's native
+/// PulseAudio stream (`testNative...`), and, through ALSA's `file` plugin, for every frame written.
 final class StartIntegrityTests: XCTestCase {
     /// Frames at the start of new audio that a PulseAudio monitor may never show (the sink
     /// renders ahead and rewinds when a stream starts; `paplay` lands 30–80 frames in). A
@@ -35,9 +36,33 @@ final class StartIntegrityTests: XCTestCase {
 
     private func recorder() throws -> MonitorRecorder { try SharedMonitor.recorder() }
 
-    private func pulseEngine() throws -> AudioEngine {
-        AudioEngine(configuration: try AudioTestEnvironment.sinkConfiguration())
+    /// The two ways to the sink: ALSA's pulse plugin, and the engine's own libpulse stream.
+    enum Output { case pulsePlugin, nativePulseAudio }
+
+    private func engine(on output: Output) throws -> AudioEngine {
+        switch output {
+        case .pulsePlugin:
+            return AudioEngine(configuration: try AudioTestEnvironment.sinkConfiguration())
+        case .nativePulseAudio:
+            return AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: try AudioTestEnvironment.requireNativePulse()))
+        }
     }
+
+    // Each start, through both outputs.
+    func testPreparedPlayIsSilentUntilPlayAndHeardFromTheFirstFrame() throws { try preparedPlayIsSilentUntilPlayAndHeardFromTheFirstFrame(on: .pulsePlugin) }
+    func testNativePreparedPlayIsSilentUntilPlayAndHeardFromTheFirstFrame() throws { try preparedPlayIsSilentUntilPlayAndHeardFromTheFirstFrame(on: .nativePulseAudio) }
+    func testColdPlayIsHeardFromTheFirstFrame() throws { try coldPlayIsHeardFromTheFirstFrame(on: .pulsePlugin) }
+    func testNativeColdPlayIsHeardFromTheFirstFrame() throws { try coldPlayIsHeardFromTheFirstFrame(on: .nativePulseAudio) }
+    func testSkipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame() throws { try skipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame(on: .pulsePlugin) }
+    func testNativeSkipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame() throws { try skipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame(on: .nativePulseAudio) }
+    func testSkipFromSoundToSoundLeavesNothingOfTheOldEntry() throws { try skipFromSoundToSoundLeavesNothingOfTheOldEntry(on: .pulsePlugin) }
+    func testNativeSkipFromSoundToSoundLeavesNothingOfTheOldEntry() throws { try skipFromSoundToSoundLeavesNothingOfTheOldEntry(on: .nativePulseAudio) }
+    func testSeekWhilePausedIsSilentAndResumesAtTheTarget() throws { try seekWhilePausedIsSilentAndResumesAtTheTarget(on: .pulsePlugin) }
+    func testNativeSeekWhilePausedIsSilentAndResumesAtTheTarget() throws { try seekWhilePausedIsSilentAndResumesAtTheTarget(on: .nativePulseAudio) }
+    func testSkipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame() throws { try skipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame(on: .pulsePlugin) }
+    func testNativeSkipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame() throws { try skipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame(on: .nativePulseAudio) }
+    func testResumeAfterPauseContinuesFromTheFrameWhereItPaused() throws { try resumeAfterPauseContinuesFromTheFrameWhereItPaused(on: .pulsePlugin) }
+    func testNativeResumeAfterPauseContinuesFromTheFrameWhereItPaused() throws { try resumeAfterPauseContinuesFromTheFrameWhereItPaused(on: .nativePulseAudio) }
 
     /// Asserts an intact start and returns the check.
     @discardableResult
@@ -57,9 +82,9 @@ final class StartIntegrityTests: XCTestCase {
         usleep(150_000)
     }
 
-    func testPreparedPlayIsSilentUntilPlayAndHeardFromTheFirstFrame() throws {
+    private func preparedPlayIsSilentUntilPlayAndHeardFromTheFirstFrame(on output: Output) throws {
         let recorder = try recorder()
-        let engine = try pulseEngine()
+        let engine = try engine(on: output)
         settle(recorder)
         let since = monotonicNanoseconds()
         engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
@@ -71,9 +96,9 @@ final class StartIntegrityTests: XCTestCase {
         engine.stop()
     }
 
-    func testColdPlayIsHeardFromTheFirstFrame() throws {
+    private func coldPlayIsHeardFromTheFirstFrame(on output: Output) throws {
         let recorder = try recorder()
-        let engine = try pulseEngine()
+        let engine = try engine(on: output)
         settle(recorder)
         let since = monotonicNanoseconds()
         engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
@@ -83,9 +108,9 @@ final class StartIntegrityTests: XCTestCase {
         engine.stop()
     }
 
-    func testSkipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame() throws {
+    private func skipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame(on output: Output) throws {
         let recorder = try recorder()
-        let engine = try pulseEngine()
+        let engine = try engine(on: output)
         settle(recorder)
         engine.setQueue(AudioEntryList(paths: [silenceURL.path, sweepURL.path, silenceURL.path]))
         try engine.play()
@@ -102,9 +127,9 @@ final class StartIntegrityTests: XCTestCase {
         engine.stop()
     }
 
-    func testSkipFromSoundToSoundLeavesNothingOfTheOldEntry() throws {
+    private func skipFromSoundToSoundLeavesNothingOfTheOldEntry(on output: Output) throws {
         let recorder = try recorder()
-        let engine = try pulseEngine()
+        let engine = try engine(on: output)
         settle(recorder)
         let toneURL = directory.appendingPathComponent("tone.flac")
         try writeAudioFile(toneURL, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
@@ -123,9 +148,9 @@ final class StartIntegrityTests: XCTestCase {
         engine.stop()
     }
 
-    func testSeekWhilePausedIsSilentAndResumesAtTheTarget() throws {
+    private func seekWhilePausedIsSilentAndResumesAtTheTarget(on output: Output) throws {
         let recorder = try recorder()
-        let engine = try pulseEngine()
+        let engine = try engine(on: output)
         settle(recorder)
         engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
         try engine.play()
@@ -142,9 +167,9 @@ final class StartIntegrityTests: XCTestCase {
         engine.stop()
     }
 
-    func testSkipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame() throws {
+    private func skipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame(on output: Output) throws {
         let recorder = try recorder()
-        let engine = try pulseEngine()
+        let engine = try engine(on: output)
         settle(recorder)
         engine.setQueue(AudioEntryList(paths: [silenceURL.path, sweepURL.path]))
         try engine.play()
@@ -159,9 +184,9 @@ final class StartIntegrityTests: XCTestCase {
         engine.stop()
     }
 
-    func testResumeAfterPauseContinuesFromTheFrameWhereItPaused() throws {
+    private func resumeAfterPauseContinuesFromTheFrameWhereItPaused(on output: Output) throws {
         let recorder = try recorder()
-        let engine = try pulseEngine()
+        let engine = try engine(on: output)
         settle(recorder)
         engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
         try engine.play()

@@ -159,6 +159,15 @@ public enum AudioTestEnvironment {
         sinkConfiguration(deviceName: try requirePulse())
     }
 
+    /// The engine's native PulseAudio device for the same sink (`pulseaudio:SINK`); skips like `requirePulse`.
+    public static func requireNativePulse() throws -> String {
+        _ = try requirePulse()
+        guard let device = ProcessInfo.processInfo.environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"] else {
+            throw XCTSkip("no native PulseAudio device: run the tests with scripts/test")
+        }
+        return device
+    }
+
     /// Skips the test when the real-time sink is absent, unless scripts/test said it must be there.
     public static func requirePulse() throws -> String {
         if let device = pulseDevice { return device }

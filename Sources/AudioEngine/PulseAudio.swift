@@ -1,0 +1,356 @@
+import CPulse
+import Glibc
+
+// The one wrapper around libpulse (CPulse): the engine's native PulseAudio output, for the
+// `pulseaudio` and `pulseaudio:SINK` devices. PipeWire serves the same protocol (pipewire-pulse).
+// libpulse is opened when the first such device is (see DynamicLibrary), not at start.
+
+/// libpulse's functions the engine calls.
+struct LibPulse: @unchecked Sendable {
+    // @unchecked: a table of C function pointers, written once.
+    typealias Mainloop = OpaquePointer
+    typealias Context = OpaquePointer
+    typealias Stream = OpaquePointer
+    typealias Operation = OpaquePointer
+    typealias ContextCallback = @convention(c) (Context?, UnsafeMutableRawPointer?) -> Void
+    typealias StreamCallback = @convention(c) (Stream?, UnsafeMutableRawPointer?) -> Void
+    typealias StreamRequestCallback = @convention(c) (Stream?, Int, UnsafeMutableRawPointer?) -> Void
+
+    let mainloopNew: @convention(c) () -> Mainloop?
+    let mainloopAPI: @convention(c) (Mainloop?) -> UnsafeMutablePointer<pa_mainloop_api>?
+    let mainloopStart: @convention(c) (Mainloop?) -> Int32
+    let mainloopStop: @convention(c) (Mainloop?) -> Void
+    let mainloopFree: @convention(c) (Mainloop?) -> Void
+    let mainloopLock: @convention(c) (Mainloop?) -> Void
+    let mainloopUnlock: @convention(c) (Mainloop?) -> Void
+    let mainloopWait: @convention(c) (Mainloop?) -> Void
+    let mainloopSignal: @convention(c) (Mainloop?, Int32) -> Void
+    let contextNew: @convention(c) (UnsafeMutablePointer<pa_mainloop_api>?, UnsafePointer<CChar>?) -> Context?
+    let contextSetStateCallback: @convention(c) (Context?, ContextCallback?, UnsafeMutableRawPointer?) -> Void
+    let contextConnect: @convention(c) (Context?, UnsafePointer<CChar>?, pa_context_flags_t, UnsafeRawPointer?) -> Int32
+    let contextState: @convention(c) (Context?) -> pa_context_state_t
+    let contextErrno: @convention(c) (Context?) -> Int32
+    let contextDisconnect: @convention(c) (Context?) -> Void
+    let contextUnref: @convention(c) (Context?) -> Void
+    let streamNew: @convention(c) (Context?, UnsafePointer<CChar>?, UnsafePointer<pa_sample_spec>?, UnsafeRawPointer?) -> Stream?
+    let streamSetStateCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
+    let streamSetWriteCallback: @convention(c) (Stream?, StreamRequestCallback?, UnsafeMutableRawPointer?) -> Void
+    let streamSetUnderflowCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
+    let streamConnectPlayback: @convention(c) (Stream?, UnsafePointer<CChar>?, UnsafePointer<pa_buffer_attr>?,
+                                               pa_stream_flags_t, UnsafeRawPointer?, Stream?) -> Int32
+    let streamState: @convention(c) (Stream?) -> pa_stream_state_t
+    let streamWritableSize: @convention(c) (Stream?) -> Int
+    let streamWrite: @convention(c) (Stream?, UnsafeRawPointer?, Int, (@convention(c) (UnsafeMutableRawPointer?) -> Void)?,
+                                     Int64, pa_seek_mode_t) -> Int32
+    let streamCork: @convention(c) (Stream?, Int32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
+    let streamFlush: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
+    let streamTrigger: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
+    let streamLatency: @convention(c) (Stream?, UnsafeMutablePointer<UInt64>?, UnsafeMutablePointer<Int32>?) -> Int32
+    let streamBufferAttributes: @convention(c) (Stream?) -> UnsafePointer<pa_buffer_attr>?
+    let streamDisconnect: @convention(c) (Stream?) -> Int32
+    let streamUnref: @convention(c) (Stream?) -> Void
+    let operationUnref: @convention(c) (Operation?) -> Void
+    let errorText: @convention(c) (Int32) -> UnsafePointer<CChar>?
+
+    static let loaded: Result<LibPulse, DynamicLibrary.Failure> =
+        DynamicLibrary.table("libpulse.so.0") { function throws(DynamicLibrary.Failure) in
+            LibPulse(
+                mainloopNew: try function("pa_threaded_mainloop_new"),
+                mainloopAPI: try function("pa_threaded_mainloop_get_api"),
+                mainloopStart: try function("pa_threaded_mainloop_start"),
+                mainloopStop: try function("pa_threaded_mainloop_stop"),
+                mainloopFree: try function("pa_threaded_mainloop_free"),
+                mainloopLock: try function("pa_threaded_mainloop_lock"),
+                mainloopUnlock: try function("pa_threaded_mainloop_unlock"),
+                mainloopWait: try function("pa_threaded_mainloop_wait"),
+                mainloopSignal: try function("pa_threaded_mainloop_signal"),
+                contextNew: try function("pa_context_new"),
+                contextSetStateCallback: try function("pa_context_set_state_callback"),
+                contextConnect: try function("pa_context_connect"),
+                contextState: try function("pa_context_get_state"),
+                contextErrno: try function("pa_context_errno"),
+                contextDisconnect: try function("pa_context_disconnect"),
+                contextUnref: try function("pa_context_unref"),
+                streamNew: try function("pa_stream_new"),
+                streamSetStateCallback: try function("pa_stream_set_state_callback"),
+                streamSetWriteCallback: try function("pa_stream_set_write_callback"),
+                streamSetUnderflowCallback: try function("pa_stream_set_underflow_callback"),
+                streamConnectPlayback: try function("pa_stream_connect_playback"),
+                streamState: try function("pa_stream_get_state"),
+                streamWritableSize: try function("pa_stream_writable_size"),
+                streamWrite: try function("pa_stream_write"),
+                streamCork: try function("pa_stream_cork"),
+                streamFlush: try function("pa_stream_flush"),
+                streamTrigger: try function("pa_stream_trigger"),
+                streamLatency: try function("pa_stream_get_latency"),
+                streamBufferAttributes: try function("pa_stream_get_buffer_attr"),
+                streamDisconnect: try function("pa_stream_disconnect"),
+                streamUnref: try function("pa_stream_unref"),
+                operationUnref: try function("pa_operation_unref"),
+                errorText: try function("pa_strerror"))
+        }
+}
+
+/// A playback stream on a PulseAudio (or PipeWire) server through libpulse, behaving as the
+/// engine expects of a PCM (see `PCMDevice`): created corked and empty, so nothing plays until
+/// `start()`; `drop()` and `prepare()` cork and flush it; `pause` corks in place. A skip is a
+/// flush of the server's buffer on the open stream, where ALSA's pulse plugin makes a new stream.
+///
+/// Threading: libpulse's threaded main loop runs the connection on a thread of its own; every
+/// call here takes that loop's lock, and its callbacks wake the audio thread through `events`,
+/// the descriptor it polls. Real-time safety: this file allocates nothing after `init`, but
+/// libpulse takes its lock and queues each write as a packet (an allocation), exactly as ALSA's
+/// pulse plugin does inside `snd_pcm_writei`; the engine's own no-allocation test runs on ALSA
+/// devices that do neither (`file`, `null`).
+final class PulseStream: @unchecked Sendable {
+    // @unchecked: the flags below are written by libpulse's thread and read by the audio
+    // thread, both under the main loop's lock; the rest is set in init.
+    private(set) var configuration: PCMConfiguration
+    /// Signalled when the server asks for data, the buffer ran dry or the stream failed.
+    let events = WakeSignal()
+    private let library: LibPulse
+    private let mainloop: LibPulse.Mainloop
+    private let context: LibPulse.Context
+    private var stream: LibPulse.Stream?
+    private let deviceName: String
+    private let bytesPerFrame: Int
+    fileprivate var ranDry = false
+    fileprivate var hasFailed = false
+    /// Frames written since the last flush: the delay while the server has not yet reported
+    /// timing for the stream (right after a flush, nothing written since was played).
+    private var framesSinceFlush = 0
+    private var isClosed = false
+
+    /// `pulseaudio` (the server's default sink) or `pulseaudio:SINK`.
+    static func isPulseAudioName(_ name: String) -> Bool {
+        name == "pulseaudio" || name.hasPrefix("pulseaudio:")
+    }
+
+    init(name: String, request: PCMRequest) throws(ALSAError) {
+        deviceName = name
+        let sink: String? = name.hasPrefix("pulseaudio:") ? String(name.dropFirst("pulseaudio:".count)) : nil
+        switch LibPulse.loaded {
+        case .success(let library): self.library = library
+        case .failure(let failure):
+            throw ALSAError(operation: "dlopen", code: -ENOSYS, device: name,
+                            hint: "\(failure.description): is libpulse installed (Debian: libpulse0)?")
+        }
+        guard let format = request.sampleFormats.first else {
+            throw ALSAError(operation: "pa_stream_new", code: -EINVAL, device: name, hint: "no sample format asked for")
+        }
+        guard let mainloop = library.mainloopNew() else {
+            throw ALSAError(operation: "pa_threaded_mainloop_new", code: -ENOMEM, device: name, hint: nil)
+        }
+        self.mainloop = mainloop
+        guard let context = library.contextNew(library.mainloopAPI(mainloop), "OpenMusicKit") else {
+            library.mainloopFree(mainloop)
+            throw ALSAError(operation: "pa_context_new", code: -ENOMEM, device: name, hint: nil)
+        }
+        self.context = context
+        bytesPerFrame = request.channelCount * format.bytesPerSample
+        configuration = PCMConfiguration(sampleRate: request.sampleRate, channelCount: request.channelCount,
+                                          sampleFormat: format, periodSizeInFrames: request.periodSizeInFrames,
+                                          bufferSizeInFrames: request.bufferSizeInFrames, canPause: true)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        library.mainloopLock(mainloop)
+        do throws(ALSAError) {
+            library.contextSetStateCallback(context, { _, userdata in
+                PulseStream.from(userdata).wakeWaiters()
+            }, me)
+            if library.contextConnect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+                throw failure("pa_context_connect")
+            }
+            guard library.mainloopStart(mainloop) >= 0 else {
+                throw ALSAError(operation: "pa_threaded_mainloop_start", code: -EAGAIN, device: name, hint: nil)
+            }
+            while true {
+                let state = library.contextState(context)
+                if state == PA_CONTEXT_READY { break }
+                if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw failure("pa_context_connect") }
+                library.mainloopWait(mainloop)
+            }
+            var spec = pa_sample_spec(format: format.pulseFormat, rate: UInt32(request.sampleRate),
+                                      channels: UInt8(request.channelCount))
+            guard let stream = library.streamNew(context, "Music", &spec, nil) else { throw failure("pa_stream_new") }
+            self.stream = stream
+            library.streamSetStateCallback(stream, { _, userdata in
+                let me = PulseStream.from(userdata)
+                me.hasFailed = me.library.streamState(me.stream) == PA_STREAM_FAILED
+                me.wakeWaiters()
+                if me.hasFailed { me.events.signal() }
+            }, me)
+            library.streamSetWriteCallback(stream, { _, _, userdata in PulseStream.from(userdata).events.signal() }, me)
+            library.streamSetUnderflowCallback(stream, { _, userdata in
+                let me = PulseStream.from(userdata)
+                me.ranDry = true
+                me.events.signal()
+            }, me)
+            // The server's buffer is the engine's device buffer; it refills a period at a time.
+            var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(request.bufferSizeInFrames * bytesPerFrame),
+                                            prebuf: UInt32.max, minreq: UInt32(request.periodSizeInFrames * bytesPerFrame),
+                                            fragsize: UInt32.max)
+            let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_CORKED.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue
+                                          | PA_STREAM_AUTO_TIMING_UPDATE.rawValue)
+            let connected = sink.map { sink in
+                library.streamConnectPlayback(stream, sink, &attributes, flags, nil, nil)
+            } ?? library.streamConnectPlayback(stream, nil, &attributes, flags, nil, nil)
+            if connected < 0 { throw failure("pa_stream_connect_playback") }
+            while true {
+                let state = library.streamState(stream)
+                if state == PA_STREAM_READY { break }
+                if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw failure("pa_stream_connect_playback") }
+                library.mainloopWait(mainloop)
+            }
+            if let granted = library.streamBufferAttributes(stream)?.pointee {
+                configuration.bufferSizeInFrames = Int(granted.tlength) / bytesPerFrame
+                configuration.periodSizeInFrames = max(1, Int(granted.minreq) / bytesPerFrame)
+            }
+            library.mainloopUnlock(mainloop)
+        } catch {
+            library.mainloopUnlock(mainloop)
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    private func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        library.mainloopStop(mainloop)  // joins libpulse's thread: no callback runs after this
+        library.contextSetStateCallback(context, nil, nil)
+        if let stream {
+            library.streamSetStateCallback(stream, nil, nil)
+            library.streamSetWriteCallback(stream, nil, nil)
+            library.streamSetUnderflowCallback(stream, nil, nil)
+            _ = library.streamDisconnect(stream)
+            library.streamUnref(stream)
+            self.stream = nil
+        }
+        library.contextDisconnect(context)
+        library.contextUnref(context)
+        library.mainloopFree(mainloop)
+    }
+
+    fileprivate static func from(_ userdata: UnsafeMutableRawPointer?) -> PulseStream {
+        Unmanaged<PulseStream>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    private func wakeWaiters() { library.mainloopSignal(mainloop, 0) }
+
+    /// The context's last error as an `ALSAError` for `operation` (called with the lock held).
+    private func failure(_ operation: String) -> ALSAError {
+        let code = library.contextErrno(context)
+        let text = library.errorText(code).map { String(cString: $0) } ?? "error \(code)"
+        var hint = text
+        if code == PA_ERR_CONNECTIONREFUSED.rawValue || code == PA_ERR_INVALIDSERVER.rawValue {
+            let server = getenv("PULSE_SERVER").map { "PULSE_SERVER is \(String(cString: $0))" } ?? "PULSE_SERVER is not set"
+            hint += ". Is PulseAudio or PipeWire running for this user (`pactl info`)? \(server)"
+        } else if code == PA_ERR_NOENTITY.rawValue {
+            hint += ". `pactl list short sinks` lists the sinks (--device pulseaudio:SINK)"
+        }
+        return ALSAError(operation: operation, code: -Self.errno(forPulseError: code), device: deviceName, hint: hint)
+    }
+
+    private static func errno(forPulseError code: Int32) -> Int32 {
+        switch pa_error_code(rawValue: UInt32(code)) {
+        case PA_ERR_CONNECTIONREFUSED: ECONNREFUSED
+        case PA_ERR_NOENTITY: ENOENT
+        case PA_ERR_TIMEOUT: ETIMEDOUT
+        case PA_ERR_ACCESS, PA_ERR_AUTHKEY: EACCES
+        case PA_ERR_INVALID, PA_ERR_NOTSUPPORTED: EINVAL
+        case PA_ERR_CONNECTIONTERMINATED, PA_ERR_KILLED: ECONNRESET
+        default: EIO
+        }
+    }
+
+    // MARK: Operations of the audio thread (each under the main loop's lock)
+
+    @inline(__always)
+    private func locked<T>(_ body: (LibPulse.Stream) -> T) -> T {
+        library.mainloopLock(mainloop)
+        defer { library.mainloopUnlock(mainloop) }
+        return body(stream!)
+    }
+
+    /// Frames the server takes now; -EPIPE after the buffer ran dry, -EIO when the stream failed.
+    func availableFrames() -> Int {
+        events.drain()
+        return locked { stream in
+            if hasFailed { return -Int(EIO) }
+            if ranDry { return -Int(EPIPE) }
+            return library.streamWritableSize(stream) / bytesPerFrame
+        }
+    }
+
+    /// Writes up to `frameCount` frames (what the server has room for); -EAGAIN when none fit.
+    func write(_ bytes: UnsafeRawPointer, frameCount: Int) -> Int {
+        locked { stream in
+            if hasFailed { return -Int(EIO) }
+            if ranDry { return -Int(EPIPE) }
+            let frames = min(frameCount, library.streamWritableSize(stream) / bytesPerFrame)
+            if frames == 0 { return -Int(EAGAIN) }
+            // No free callback: libpulse copies the frames into its own memory block.
+            let result = library.streamWrite(stream, bytes, frames * bytesPerFrame, nil, 0, PA_SEEK_RELATIVE)
+            if result < 0 { return -Int(EIO) }
+            framesSinceFlush += frames
+            return frames
+        }
+    }
+
+    /// Frames written and not yet heard (the server's buffer and the sink's latency).
+    func delayFrames() -> Int {
+        locked { stream in
+            var microseconds: UInt64 = 0
+            var negative: Int32 = 0
+            guard library.streamLatency(stream, &microseconds, &negative) == 0 else { return framesSinceFlush }
+            if negative != 0 { return 0 }
+            return min(Int(microseconds) * configuration.sampleRate / 1_000_000, framesSinceFlush)
+        }
+    }
+
+    /// Plays what was written, from its first frame, even below the server's start threshold.
+    func start() -> Int32 {
+        locked { stream in
+            if hasFailed { return -EIO }
+            release(library.streamCork(stream, 0, nil, nil))
+            release(library.streamTrigger(stream, nil, nil))
+            return 0
+        }
+    }
+
+    /// Stops and discards what the server holds; nothing plays until `start()`.
+    func drop() -> Int32 {
+        locked { stream in
+            if hasFailed { return -EIO }
+            release(library.streamCork(stream, 1, nil, nil))
+            release(library.streamFlush(stream, nil, nil))
+            ranDry = false
+            framesSinceFlush = 0
+            return 0
+        }
+    }
+
+    func pause(_ enable: Bool) -> Int32 {
+        locked { stream in
+            if hasFailed { return -EIO }
+            release(library.streamCork(stream, enable ? 1 : 0, nil, nil))
+            return 0
+        }
+    }
+
+    private func release(_ operation: LibPulse.Operation?) {
+        if let operation { library.operationUnref(operation) }
+    }
+}
+
+extension PCMSampleFormat {
+    var pulseFormat: pa_sample_format_t {
+        switch self {
+        case .int16: PA_SAMPLE_S16LE
+        case .int32: PA_SAMPLE_S32LE
+        case .float32: PA_SAMPLE_FLOAT32LE
+        }
+    }
+}
