@@ -190,7 +190,7 @@ struct EngineBenchmarks {
         let statistics = engine.statistics
         engine.stop()
         settle()
-        report.add(Row("engine underruns + xruns, 60 s under load", unit: "count",
+        report.add(Row("\(name) underruns + xruns, 60 s under load", unit: "count",
                        values: [Double(statistics.underruns + statistics.xruns)],
                        note: "\(load); underruns \(statistics.underruns), xruns \(statistics.xruns), realtime thread: "
                            + "\(statistics.isRealtime); at the monitor: \(check.mismatchedFrames) of \(check.comparedFrames) "

@@ -122,6 +122,7 @@ if realTimeGroups.contains(where: { wants($0) }) {
         if wants("ttfa") { progress("time to first audio, native PulseAudio"); native.timeToFirstAudio() }
         if wants("skip") { progress("skip latency, native PulseAudio"); native.skipLatency() }
         if wants("seek") { progress("seek latency, native PulseAudio"); native.seekLatency() }
+        if wants("load") { progress("60 s under load, native PulseAudio"); native.underLoad() }
     }
     if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
     if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU() }

@@ -118,7 +118,7 @@ final class PCMDevice: @unchecked Sendable {
     @inline(__always) func recover(from error: Int32) -> Int32 {
         switch output {
         case .alsa(let pcm): pcm.recover(from: error)
-        case .pulse(let stream): error == -EPIPE ? stream.drop() : error
+        case .pulse(let stream): error == -EPIPE ? stream.recoverFromUnderflow() : error
         }
     }
 }

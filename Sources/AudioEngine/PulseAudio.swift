@@ -185,12 +185,16 @@ final class PulseStream: @unchecked Sendable {
                 me.ranDry = true
                 me.events.signal()
             }, me)
-            // The server's buffer is the engine's device buffer; it refills a period at a time.
-            var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(request.bufferSizeInFrames * bytesPerFrame),
-                                            prebuf: UInt32.max, minreq: UInt32(request.periodSizeInFrames * bytesPerFrame),
+            // The server's buffer is the engine's device buffer; it asks for each period as soon as
+            // there is room for it (early requests), and after running dry it plays again once all
+            // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
+            let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
+            let periodBytes = request.periodSizeInFrames * bytesPerFrame
+            var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(bufferBytes),
+                                            prebuf: UInt32(bufferBytes - periodBytes), minreq: UInt32(periodBytes),
                                             fragsize: UInt32.max)
             let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_CORKED.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue
-                                          | PA_STREAM_AUTO_TIMING_UPDATE.rawValue)
+                                          | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
             let connected = sink.map { sink in
                 library.streamConnectPlayback(stream, sink, &attributes, flags, nil, nil)
             } ?? library.streamConnectPlayback(stream, nil, &attributes, flags, nil, nil)
@@ -328,6 +332,16 @@ final class PulseStream: @unchecked Sendable {
             release(library.streamFlush(stream, nil, nil))
             ranDry = false
             framesSinceFlush = 0
+            return 0
+        }
+    }
+
+    /// After the server's buffer ran dry: what was written since stays queued (the server plays
+    /// it once `start()` triggers the stream again), nothing is flushed.
+    func recoverFromUnderflow() -> Int32 {
+        locked { _ in
+            if hasFailed { return -EIO }
+            ranDry = false
             return 0
         }
     }

@@ -1,4 +1,4 @@
-import AudioEngine
+@testable import AudioEngine
 import AudioTestSupport
 import AudioMeasurement
 import Foundation
@@ -120,6 +120,28 @@ final class RealTimeSinkTests: XCTestCase {
         let unreachable = try XCTUnwrap(openingError("pulseaudio"), "no server fails")
         XCTAssertTrue(unreachable.hasPrefix("PulseAudio pa_context_connect on device 'pulseaudio' failed"), unreachable)
         XCTAssertTrue(unreachable.contains("pactl info") && unreachable.contains("PULSE_SERVER is unix:"), unreachable)
+    }
+
+    /// An underrun at the server (simulated: the audio thread sees -EPIPE) is counted as an xrun
+    /// and the native stream plays on from where it was, without a second one.
+    func testNativePulseAudioPlaysOnAfterAnXrun() throws {
+        let device = try AudioTestEnvironment.requireNativePulse()
+        let recorder = try recorder()
+        let url = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * 3, sampleRate: 44_100, channels: 2))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+        engine.setQueue(AudioEntryList(paths: [url.path]))
+        try engine.play()
+        usleep(500_000)
+        engine.simulateDeviceError(-EPIPE)
+        usleep(600_000)
+        let statistics = engine.statistics
+        XCTAssertEqual(statistics.xruns, 1, "the underrun was counted once")
+        XCTAssertEqual(engine.position.seconds, 1.1, accuracy: 0.2, "the position went on")
+        let heard = recorder.samples(after: monotonicNanoseconds() - 300_000_000)
+        XCTAssertGreaterThan(heard.count / 2, 8_000, "the monitor heard the last 0.3 s")
+        XCTAssertEqual(SignalAnalysis.frequency(heard, sampleRate: 44_100), 440, accuracy: 30, "the tone plays on")
+        engine.stop()
     }
 
     func testSkipSwitchesWhatTheSinkPlaysAndReportsTheNewEntry() throws {
