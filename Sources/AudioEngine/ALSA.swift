@@ -70,6 +70,9 @@ public struct PCMRequest: Sendable, Equatable {
     public var sampleFormats: [PCMSampleFormat]
     public var periodSizeInFrames: Int
     public var bufferSizeInFrames: Int
+    /// SCHED_FIFO priority for a thread the output runs besides the audio thread (libpulse's,
+    /// for the `pulseaudio` devices); nil to not ask.
+    public var realtimePriority: Int32?
 }
 
 /// Calls an ALSA function and turns a negative result into an `ALSAError` naming it.

@@ -190,7 +190,8 @@ extension AudioEngineConfiguration {
     /// What the device is asked for, for a stream at `sampleRate`.
     func pcmRequest(sampleRate: Int) -> PCMRequest {
         PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,
-                   periodSizeInFrames: periodSizeInFrames, bufferSizeInFrames: bufferSizeInFrames)
+                   periodSizeInFrames: periodSizeInFrames, bufferSizeInFrames: bufferSizeInFrames,
+                   realtimePriority: realtimePriority)
     }
 }
 
@@ -318,7 +319,8 @@ enum DeviceOperation: UInt8 {
             return switch self {
             case .write: "pa_stream_write"
             case .start: "pa_stream_trigger"
-            case .prepare, .drop, .recover: "pa_stream_flush"
+            case .prepare, .drop: "pa_stream_flush"
+            case .recover: "pa_stream_get_state"  // recovering fails only when the stream has failed
             case .pause: "pa_stream_cork"
             case .poll: "poll"
             }
