@@ -7,7 +7,7 @@ import Foundation
 struct EngineBenchmarks {
     let device: String
     /// How the rows name it: "engine" (ALSA's pulse plugin), "engine (native PulseAudio)".
-    var name = "engine"
+    var name = "engine"  // a `var` so that the memberwise initializer takes it, with this default
     let recorder: MonitorRecorder
     let fixtures: Fixtures
     let runs: Int

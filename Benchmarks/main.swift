@@ -102,7 +102,9 @@ if realTimeGroups.contains(where: { wants($0) }) {
     let recorder = try MonitorRecorder(source: monitor, latencyMilliseconds: 2)
     progress("warming up the monitor recorder (2.5 s)")
     recorder.warmUp()
-    let peers = PeerBenchmarks(device: device, nativeDevice: environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"],
+    // The same sink through the engine's own libpulse stream instead of ALSA's pulse plugin.
+    let nativeDevice = environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"]
+    let peers = PeerBenchmarks(device: device, nativeDevice: nativeDevice,
                                recorder: recorder, fixtures: fixtures, runs: runs, report: report, musickit: musickit)
     // The control first: every start is judged by the frames the monitor cannot see (paplay).
     progress("control: paplay's landing frames")
@@ -114,11 +116,9 @@ if realTimeGroups.contains(where: { wants($0) }) {
     if wants("ttfa") { progress("time to first audio"); engine.timeToFirstAudio() }
     if wants("skip") { progress("skip latency"); engine.skipLatency() }
     if wants("seek") { progress("seek latency"); engine.seekLatency() }
-    if let nativeDevice = environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"] {
-        // The same starts through the engine's own libpulse stream instead of ALSA's pulse plugin.
-        var native = EngineBenchmarks(device: nativeDevice, recorder: recorder, fixtures: fixtures, runs: runs,
-                                      report: report, landingFloor: floor)
-        native.name = "engine (native PulseAudio)"
+    if let nativeDevice {
+        let native = EngineBenchmarks(device: nativeDevice, name: "engine (native PulseAudio)", recorder: recorder,
+                                      fixtures: fixtures, runs: runs, report: report, landingFloor: floor)
         if wants("ttfa") { progress("time to first audio, native PulseAudio"); native.timeToFirstAudio() }
         if wants("skip") { progress("skip latency, native PulseAudio"); native.skipLatency() }
         if wants("seek") { progress("seek latency, native PulseAudio"); native.seekLatency() }
@@ -171,16 +171,14 @@ if realTimeGroups.contains(where: { wants($0) }) {
         }
     }
     for output in ["pulse output", "ALSA output"] {
-        ratio("engine TTFA after prepare(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+        for engine in ["engine", "engine (native PulseAudio)"] {
+            ratio("\(engine) TTFA after prepare(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+            ratio("\(engine) TTFA cold: play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
+            ratio("\(engine) skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
+            ratio("\(engine) seek: seek(toFrame:) -> sound at the target", "MPD (\(output)) seek: `seekcur 2` -> sound at the target")
+        }
         ratio("player TTFA after prepareToPlay(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
-        ratio("engine TTFA cold: play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
-        ratio("engine skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
         ratio("player skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
-        ratio("engine seek: seek(toFrame:) -> sound at the target", "MPD (\(output)) seek: `seekcur 2` -> sound at the target")
-        ratio("engine (native PulseAudio) TTFA after prepare(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
-        ratio("engine (native PulseAudio) TTFA cold: play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
-        ratio("engine (native PulseAudio) skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
-        ratio("engine (native PulseAudio) seek: seek(toFrame:) -> sound at the target", "MPD (\(output)) seek: `seekcur 2` -> sound at the target")
         ratio("system player TTFA after prepareToPlay(): play() -> sound", "MPD (\(output)) TTFA: `play` on an open connection -> sound")
         ratio("system player skip: skipToNextEntry() -> next entry's sound", "MPD (\(output)) skip: `next` on an open connection -> next file's sound")
         ratio("musickit next (CLI) -> next entry's sound", "MPD (\(output)) skip via `mpc next` -> next file's sound")

@@ -88,7 +88,7 @@ func alsaCall(_ operation: String, device: String, hint: String? = nil,
 ///
 /// Thread safety: configured on the thread that opens it, then used by one thread at a time
 /// (the engine's audio thread). Real-time safety: `write`, `availableFrames`, `delayFrames`,
-/// `start`, `drop`, `prepare`, `pause`, `recover`, `pollEvents` make no allocation in this
+/// `start`, `drop`, `prepare`, `pause`, `recover` make no allocation in this
 /// file; what the ALSA plugin behind the device does is the plugin's business
 /// (the `null`, `file` and `hw` plugins do not allocate; `pulse` goes through libpulse).
 final class ALSAPCM: @unchecked Sendable {
@@ -265,7 +265,7 @@ final class ALSAPCM: @unchecked Sendable {
 
     /// What to check when `device` could not be opened with `code`.
     static func openFailureHint(code: Int32, device: String) -> String {
-        let server = getenv("PULSE_SERVER").map { "PULSE_SERVER is \(String(cString: $0))" } ?? "PULSE_SERVER is not set"
+        let server = PCMDevice.pulseServerSetting
         switch -code {
         case ECONNREFUSED, EHOSTDOWN, ECONNRESET:
             return "The sound server could not be reached: is PulseAudio or PipeWire running for this user "

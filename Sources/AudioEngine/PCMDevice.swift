@@ -31,10 +31,8 @@ final class PCMDevice: @unchecked Sendable {
             let stream = try PulseStream(name: name, request: request)
             output = .pulse(stream)
             configuration = stream.configuration
-            pollDescriptorCount = 1
-            pollDescriptors = .allocate(capacity: 2)
-            pollDescriptors.initialize(repeating: pollfd(), count: 2)
-            pollDescriptors[0] = pollfd(fd: stream.events.descriptor, events: Int16(POLLIN), revents: 0)
+            pollDescriptorCount = stream.pollDescriptorCount
+            pollDescriptors = stream.pollDescriptors
             prepareDiscardsPlayback = true
         } else {
             let pcm = try ALSAPCM(name: name, request: request)
@@ -46,12 +44,13 @@ final class PCMDevice: @unchecked Sendable {
         }
     }
 
-    deinit {
-        if case .pulse = output { pollDescriptors.deallocate() }
-    }
-
     /// Whether `name` is played through libpulse rather than ALSA.
     static func isPulseAudio(name: String) -> Bool { PulseStream.isPulseAudioName(name) }
+
+    /// Where the sound server is looked for, for messages about a server that did not answer.
+    static var pulseServerSetting: String {
+        getenv("PULSE_SERVER").map { "PULSE_SERVER is \(String(cString: $0))" } ?? "PULSE_SERVER is not set"
+    }
 
     // MARK: Real-time operations (called on the audio thread)
 

@@ -110,6 +110,10 @@ final class PulseStream: @unchecked Sendable {
     private(set) var configuration: PCMConfiguration
     /// Signalled when the server asks for data, the buffer ran dry or the stream failed.
     let events = WakeSignal()
+    /// `events`' descriptor for the audio thread's poll, followed by one free slot for the
+    /// caller's wake-up descriptor (as `ALSAPCM.pollDescriptors`).
+    let pollDescriptors: UnsafeMutablePointer<pollfd>
+    let pollDescriptorCount = 1
     private let library: LibPulse
     private let mainloop: LibPulse.Mainloop
     private let context: LibPulse.Context
@@ -156,6 +160,10 @@ final class PulseStream: @unchecked Sendable {
             throw ALSAError(operation: "pa_context_new", code: -ENOMEM, device: name, hint: nil)
         }
         self.context = context
+        // Allocated once nothing before the deinitializer can fail.
+        pollDescriptors = .allocate(capacity: 2)
+        pollDescriptors.initialize(repeating: pollfd(), count: 2)
+        pollDescriptors[0] = pollfd(fd: events.descriptor, events: Int16(POLLIN), revents: 0)
         bytesPerFrame = request.channelCount * format.bytesPerSample
         configuration = PCMConfiguration(sampleRate: request.sampleRate, channelCount: request.channelCount,
                                           sampleFormat: format, periodSizeInFrames: request.periodSizeInFrames,
@@ -206,10 +214,7 @@ final class PulseStream: @unchecked Sendable {
                                             fragsize: UInt32.max)
             let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_CORKED.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue
                                           | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
-            let connected = sink.map { sink in
-                library.streamConnectPlayback(stream, sink, &attributes, flags, nil, nil)
-            } ?? library.streamConnectPlayback(stream, nil, &attributes, flags, nil, nil)
-            if connected < 0 { throw failure("pa_stream_connect_playback") }
+            if library.streamConnectPlayback(stream, sink, &attributes, flags, nil, nil) < 0 { throw failure("pa_stream_connect_playback") }
             while true {
                 let state = library.streamState(stream)
                 if state == PA_STREAM_READY { break }
@@ -228,7 +233,10 @@ final class PulseStream: @unchecked Sendable {
         }
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        pollDescriptors.deallocate()
+    }
 
     private func close() {
         guard !isClosed else { return }
@@ -267,8 +275,7 @@ final class PulseStream: @unchecked Sendable {
         let text = library.errorText(code).map { String(cString: $0) } ?? "error \(code)"
         var hint = text
         if code == PA_ERR_CONNECTIONREFUSED.rawValue || code == PA_ERR_INVALIDSERVER.rawValue {
-            let server = getenv("PULSE_SERVER").map { "PULSE_SERVER is \(String(cString: $0))" } ?? "PULSE_SERVER is not set"
-            hint += ". Is PulseAudio or PipeWire running for this user (`pactl info`)? \(server)"
+            hint += ". Is PulseAudio or PipeWire running for this user (`pactl info`)? \(PCMDevice.pulseServerSetting)"
         } else if code == PA_ERR_NOENTITY.rawValue {
             hint += ". `pactl list short sinks` lists the sinks (--device pulseaudio:SINK)"
         }

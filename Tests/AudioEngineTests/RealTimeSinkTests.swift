@@ -17,6 +17,16 @@ final class RealTimeSinkTests: XCTestCase {
         directory = try makeTemporaryDirectory(self)
     }
 
+    /// An engine on `device` already playing a 440 Hz tone of `seconds`.
+    private func playingTone(seconds: Int, on device: String) throws -> AudioEngine {
+        let url = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * seconds, sampleRate: 44_100, channels: 2))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+        engine.setQueue(AudioEntryList(paths: [url.path]))
+        try engine.play()
+        return engine
+    }
+
 
     func testAlbumPlaysBitExactAndWithoutSilenceAtTheBoundariesInRealTime() throws {
         _ = try AudioEnginePulseRequirement.device()
@@ -127,11 +137,7 @@ final class RealTimeSinkTests: XCTestCase {
     func testNativePulseAudioPlaysOnAfterAnXrun() throws {
         let device = try AudioTestEnvironment.requireNativePulse()
         let recorder = try recorder()
-        let url = directory.appendingPathComponent("tone.flac")
-        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * 3, sampleRate: 44_100, channels: 2))
-        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
-        engine.setQueue(AudioEntryList(paths: [url.path]))
-        try engine.play()
+        let engine = try playingTone(seconds: 3, on: device)
         usleep(500_000)
         engine.simulateDeviceError(-EPIPE)
         usleep(600_000)
@@ -176,11 +182,7 @@ final class RealTimeSinkTests: XCTestCase {
     func testPauseHoldsThePositionAndResumeContinuesFromIt() throws {
         let device = try AudioEnginePulseRequirement.device()
         _ = try recorder()
-        let url = directory.appendingPathComponent("tone.flac")
-        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
-        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
-        engine.setQueue(AudioEntryList(paths: [url.path]))
-        try engine.play()
+        let engine = try playingTone(seconds: 4, on: device)
         usleep(400_000)
         engine.pause()
         usleep(50_000)
