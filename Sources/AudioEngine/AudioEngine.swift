@@ -409,7 +409,7 @@ final class EngineSession: @unchecked Sendable {
             audioEvents: events.consumer, prerollSlots: slots, provider: provider, wake: decoderWake,
             audioWake: audioWake, shared: shared, control: decoderControl, deviceName: configuration.deviceName,
             streamRate: streamRate, channelCount: channelCount, chunkFrames: configuration.decodeChunkInFrames,
-            crossingLeadFrames: max(configuration.prerollSizeInFrames, 4 * configuration.bufferSizeInFrames),
+            crossingLeadFrames: max(configuration.prerollSizeInFrames, 4 * device.configuration.bufferSizeInFrames),
             first: first, firstEntryFrame: firstEntryFrame, deliver: { [weak self] event in
                 guard let self else { return }
                 switch event {

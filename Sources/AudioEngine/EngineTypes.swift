@@ -155,10 +155,14 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     public var channelCount: Int = 2
     /// Device sample formats to try, in order.
     public var sampleFormats: [PCMSampleFormat] = [.int16, .int32, .float32]
-    /// Frames per device period: the audio thread's wake-up interval and the skip floor.
-    public var periodSizeInFrames: Int = 256
-    /// Frames the device buffers: the headroom against scheduling delays.
-    public var bufferSizeInFrames: Int = 1024
+    /// The device's period: the audio thread's wake-up interval and the skip floor (221 frames
+    /// at 44.1 kHz). A duration, so that a stream at a higher rate keeps the same timing.
+    public var periodDuration: Duration = .milliseconds(5)
+    /// What the device buffers: the headroom against scheduling delays (2,205 frames at 44.1 kHz).
+    /// Starts, skips and seeks do not wait for it (they drop what is buffered), so it costs no
+    /// latency; too little is heard as dropouts. 50 ms rides out the 25 ms stalls measured under
+    /// load on a shared 2-core VM (Benchmarks/RESULTS.md, "Under load"), where 23 ms did not.
+    public var bufferDuration: Duration = .milliseconds(50)
     /// Decoded audio kept ahead of the device, in frames: 8.9 s at 44.1 kHz (3 MB), so playback
     /// rides out a decoder held up for seconds (slow storage, a network mount, a spun-down
     /// disk, a starved CPU) without a dropout.
@@ -190,8 +194,16 @@ extension AudioEngineConfiguration {
     /// What the device is asked for, for a stream at `sampleRate`.
     func pcmRequest(sampleRate: Int) -> PCMRequest {
         PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,
-                   periodSizeInFrames: periodSizeInFrames, bufferSizeInFrames: bufferSizeInFrames,
+                   periodSizeInFrames: Self.frames(in: periodDuration, at: sampleRate),
+                   bufferSizeInFrames: Self.frames(in: bufferDuration, at: sampleRate),
                    realtimePriority: realtimePriority)
+    }
+
+    /// Frames that last `duration` at `sampleRate`, rounded to the nearest (at least one).
+    static func frames(in duration: Duration, at sampleRate: Int) -> Int {
+        let (seconds, attoseconds) = duration.components
+        let frames = (Double(seconds) + Double(attoseconds) * 1e-18) * Double(sampleRate)
+        return max(1, Int(frames.rounded()))
     }
 }
 

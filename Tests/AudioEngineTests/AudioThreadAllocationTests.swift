@@ -14,7 +14,7 @@ final class AudioThreadAllocationTests: XCTestCase {
         // `swift test -c release`.
         try XCTSkipIf(Self.isDebugBuild, "run in an optimized build: swift test -c release -Xswiftc -enable-testing")
         let directory = try makeTemporaryDirectory(self)
-        // 3 x 8 s: about 4,100 periods of 256 frames, plus skips and seeks along the way.
+        // 3 x 8 s: about 4,800 periods of 5 ms, plus skips and seeks along the way.
         let paths = try (1...3).map { index -> String in
             let url = directory.appendingPathComponent("\(index).flac")
             try writeAudioFile(url, TestSignal.sweep(frames: 8 * 44_100, startHz: 100 * Double(index)))
