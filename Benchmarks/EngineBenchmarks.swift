@@ -180,6 +180,7 @@ struct EngineBenchmarks {
         }
         defer { for hog in hogs { hog.terminate(); hog.waitUntilExit() } }
         Thread.sleep(forTimeInterval: 1)
+        let probe = SchedulingLatencyProbe(realtimePriority: configuration().realtimePriority)
         let engine = AudioEngine(configuration: configuration())
         engine.setQueue(AudioEntryList(paths: [fixtures.longSweep.path]))
         let call = monotonicNanoseconds()
@@ -188,13 +189,16 @@ struct EngineBenchmarks {
         let check = recorder.checkStart(since: call, call: call, track: fixtures.longSweepSamples,
                                         compareFrames: frames - landingFloor - 4_096, timeout: 5)
         let statistics = engine.statistics
+        let stalls = probe.stop()
         engine.stop()
         settle()
+        let buffer = statistics.device.map { "buffer \(format(Double($0.bufferSizeInFrames) * 1_000 / Double($0.sampleRate))) ms, " } ?? ""
         report.add(Row("\(name) underruns + xruns, 60 s under load", unit: "count",
                        values: [Double(statistics.underruns + statistics.xruns)],
-                       note: "\(load); underruns \(statistics.underruns), xruns \(statistics.xruns), realtime thread: "
+                       note: "\(load); underruns \(statistics.underruns), xruns \(statistics.xruns), \(buffer)realtime thread: "
                            + "\(statistics.isRealtime); at the monitor: \(check.mismatchedFrames) of \(check.comparedFrames) "
-                           + "frames differ from the file (landing +\(check.landingFrame.map(String.init) ?? "?"))"))
+                           + "frames differ from the file (landing +\(check.landingFrame.map(String.init) ?? "?")); "
+                           + SchedulingLatencyProbe.describe(stalls)))
     }
 }
 

@@ -61,7 +61,7 @@ package final class EngineThread: @unchecked Sendable {
         precondition(result == 0, "pthread_create failed: \(String(cString: strerror(result)))")
     }
 
-    func join() {
+    package func join() {
         pthread_join(thread, nil)
     }
 
@@ -72,7 +72,7 @@ package final class EngineThread: @unchecked Sendable {
 
     /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns false (and changes
     /// nothing) when refused, e.g. without CAP_SYS_NICE or an rtprio limit.
-    static func requestRealtimePriority(_ priority: Int32) -> Bool {
+    package static func requestRealtimePriority(_ priority: Int32) -> Bool {
         var parameters = sched_param()
         parameters.sched_priority = priority
         return pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0
