@@ -309,8 +309,18 @@ final class PulseStream: @unchecked Sendable {
         return locked { stream in
             if hasFailed { return -Int(EIO) }
             if ranDry { return -Int(EPIPE) }
-            return library.streamWritableSize(stream) / bytesPerFrame
+            return roomInFrames(stream)
         }
+    }
+
+    /// What the server has room for: what it asked for, or, until a buffer's worth has been
+    /// written since a flush, the rest of that buffer. A flush empties the server's queue at
+    /// once, but libpulse learns of the room only from the server's next request, a round trip
+    /// later; until then it still counts the full buffer that was playing, and a start after
+    /// a skip or a seek would write nothing (and the server, triggered empty, would wait for
+    /// its start threshold: heard 35-65 ms late, against ~1 ms).
+    private func roomInFrames(_ stream: LibPulse.Stream) -> Int {
+        max(library.streamWritableSize(stream) / bytesPerFrame, configuration.bufferSizeInFrames - framesSinceFlush)
     }
 
     /// Writes up to `frameCount` frames (what the server has room for); -EAGAIN when none fit.
@@ -318,7 +328,7 @@ final class PulseStream: @unchecked Sendable {
         locked { stream in
             if hasFailed { return -Int(EIO) }
             if ranDry { return -Int(EPIPE) }
-            let frames = min(frameCount, library.streamWritableSize(stream) / bytesPerFrame)
+            let frames = min(frameCount, roomInFrames(stream))
             if frames == 0 { return -Int(EAGAIN) }
             // No free callback: libpulse copies the frames into its own memory block.
             let result = library.streamWrite(stream, bytes, frames * bytesPerFrame, nil, 0, PA_SEEK_RELATIVE)

@@ -132,6 +132,33 @@ final class RealTimeSinkTests: XCTestCase {
         XCTAssertTrue(unreachable.contains("pactl info") && unreachable.contains("PULSE_SERVER is unix:"), unreachable)
     }
 
+    /// A drop (a skip or a seek while the server's buffer is full) leaves the whole buffer as
+    /// room at once: libpulse hears of that room only from the server's next request, a round
+    /// trip later, and a start that waited for it would write nothing, so that the server,
+    /// triggered empty, waited for its start threshold (heard 35-65 ms late instead of ~1 ms).
+    func testNativePulseAudioTakesAWholeBufferRightAfterADrop() throws {
+        let device = try AudioTestEnvironment.requireNativePulse()
+        let stream = try PulseStream(name: device, request: AudioTestEnvironment.sinkConfiguration(deviceName: device)
+            .pcmRequest(sampleRate: 44_100))
+        let buffer = stream.configuration.bufferSizeInFrames
+        let silence = [UInt8](repeating: 0, count: buffer * stream.configuration.bytesPerFrame)
+        func write(_ frames: Int) -> Int { silence.withUnsafeBytes { stream.write($0.baseAddress!, frameCount: frames) } }
+        XCTAssertEqual(write(buffer), buffer, "an empty stream takes a buffer")
+        XCTAssertEqual(stream.start(), 0)
+        let end = monotonicNanoseconds() + 150_000_000
+        while monotonicNanoseconds() < end {  // kept full, as playback keeps it
+            let room = stream.availableFrames()
+            XCTAssertGreaterThanOrEqual(room, 0, "no underrun while it is kept full")
+            if room > 0 { _ = write(room) }
+            usleep(1_000)
+        }
+        XCTAssertLessThan(stream.availableFrames(), buffer / 2, "the server's buffer is full while it plays")
+        XCTAssertEqual(stream.drop(), 0)
+        XCTAssertGreaterThanOrEqual(stream.availableFrames(), buffer, "room for a buffer right after the drop")
+        let prefill = buffer - 2 * stream.configuration.periodSizeInFrames
+        XCTAssertEqual(write(prefill), prefill, "the staged frames go in at once")
+    }
+
     /// An underrun at the server (simulated: the audio thread sees -EPIPE) is counted as an xrun
     /// and the native stream plays on from where it was, without a second one.
     func testNativePulseAudioPlaysOnAfterAnXrun() throws {
