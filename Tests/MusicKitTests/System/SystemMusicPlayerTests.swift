@@ -1,3 +1,4 @@
+import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
@@ -98,6 +99,33 @@ final class SystemMusicPlayerTests: XCTestCase {
         } catch {
             XCTAssertTrue("\(error)".contains("subscription"), "\(error)")
         }
+    }
+
+    /// The daemon plays through the native PulseAudio output (MUSICKIT_AUDIO_DEVICE=pulseaudio:SINK)
+    /// as through ALSA's plugin: the first song is heard after play(), the next one after a skip.
+    func testTheDaemonPlaysAndSkipsThroughTheNativePulseAudioOutput() async throws {
+        let device = try AudioTestEnvironment.requireNativePulse()
+        setenv("MUSICKIT_AUDIO_DEVICE", device, 1)  // before the daemon starts; the teardown restores it
+        let recorder = try SharedMonitor.recorder()
+        let songs = try tones(2, frames: 176_400)  // 300 Hz, then 400 Hz, 4 s each
+        let player = client()
+        player.queue = MusicPlayer.Queue(for: songs)
+        func heardFrequency() async throws -> Double {
+            try await Task.sleep(for: .milliseconds(400))
+            return SignalAnalysis.frequency(recorder.samples(after: monotonicNanoseconds() - 250_000_000), sampleRate: 44_100)
+        }
+        let pressed = monotonicNanoseconds()
+        try await player.play()
+        XCTAssertNotNil(recorder.firstSound(after: pressed, timeout: 2), "heard after play()")
+        let first = try await heardFrequency()
+        XCTAssertEqual(first, 300, accuracy: 20, "the first song")
+        let streams = try runTool("/usr/bin/pactl", ["list", "sink-inputs"], environment: ProcessInfo.processInfo.environment).out
+        XCTAssertTrue(streams.contains("application.name = \"OpenMusicKit\""), "a libpulse stream, not ALSA's plugin: \(streams)")
+        try await player.skipToNextEntry()
+        await eventually("the second song") { player.queue.currentEntry?.title == "Tone 2" }
+        let second = try await heardFrequency()
+        XCTAssertEqual(second, 400, accuracy: 20, "the second song, after the skip")
+        XCTAssertEqual(player.state.playbackStatus, .playing)
     }
 
     /// The daemon keeps its queue, current entry, position and modes: killed outright, the next
