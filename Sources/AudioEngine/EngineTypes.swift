@@ -161,7 +161,8 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     /// What the device buffers: the headroom against scheduling delays (2,205 frames at 44.1 kHz).
     /// Starts, skips and seeks do not wait for it (they drop what is buffered), so it costs no
     /// latency; too little is heard as dropouts. 50 ms rides out the 25 ms stalls measured under
-    /// load on a shared 2-core VM (Benchmarks/RESULTS.md, "Under load"), where 23 ms did not.
+    /// load on a shared 2-core VM (Benchmarks/RESULTS.md, "The device buffer: 50 ms"), where 23 ms
+    /// did not.
     public var bufferDuration: Duration = .milliseconds(50)
     /// Decoded audio kept ahead of the device, in frames: 8.9 s at 44.1 kHz (3 MB), so playback
     /// rides out a decoder held up for seconds (slow storage, a network mount, a spun-down
