@@ -180,8 +180,9 @@ struct EngineBenchmarks {
         }
         defer { for hog in hogs { hog.terminate(); hog.waitUntilExit() } }
         Thread.sleep(forTimeInterval: 1)
-        let probe = SchedulingLatencyProbe(realtimePriority: configuration().realtimePriority)
-        let engine = AudioEngine(configuration: configuration())
+        let configuration = configuration()
+        let probe = SchedulingLatencyProbe(realtimePriority: configuration.realtimePriority)
+        let engine = AudioEngine(configuration: configuration)
         engine.setQueue(AudioEntryList(paths: [fixtures.longSweep.path]))
         let call = monotonicNanoseconds()
         do { try engine.play() } catch { progress("play failed: \(error)"); return }

@@ -19,7 +19,7 @@ public struct ALSAError: Error, CustomStringConvertible, Sendable, Equatable {
     public var description: String {
         // A failure on a `pulseaudio` device carries the nearest errno; its hint starts with
         // libpulse's own words.
-        var text = PCMDevice.isPulseAudio(name: device)
+        var text = PulseStream.isPulseAudioName(device)
             ? "PulseAudio \(operation) on device '\(device)' failed (\(code))"
             : "ALSA \(operation) on device '\(device)' failed: \(String(cString: musickit_snd_strerror(code))) (\(code))"
         if let hint { text += ". \(hint)" }

@@ -328,7 +328,7 @@ enum DeviceOperation: UInt8 {
 
     /// The C function behind the operation on `device` (an ALSA PCM, or a libpulse stream).
     func functionName(onDevice device: String) -> String {
-        if PCMDevice.isPulseAudio(name: device) {
+        if PulseStream.isPulseAudioName(device) {
             return switch self {
             case .write: "pa_stream_write"
             case .start: "pa_stream_trigger"

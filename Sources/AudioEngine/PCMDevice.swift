@@ -44,9 +44,6 @@ final class PCMDevice: @unchecked Sendable {
         }
     }
 
-    /// Whether `name` is played through libpulse rather than ALSA.
-    static func isPulseAudio(name: String) -> Bool { PulseStream.isPulseAudioName(name) }
-
     /// Where the sound server is looked for, for messages about a server that did not answer.
     static var pulseServerSetting: String {
         getenv("PULSE_SERVER").map { "PULSE_SERVER is \(String(cString: $0))" } ?? "PULSE_SERVER is not set"

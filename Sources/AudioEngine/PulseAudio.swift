@@ -123,7 +123,8 @@ final class PulseStream: @unchecked Sendable {
     fileprivate var ranDry = false
     fileprivate var hasFailed = false
     /// Frames written since the last flush: the delay while the server has not yet reported
-    /// timing for the stream (right after a flush, nothing written since was played).
+    /// timing for the stream (right after a flush, nothing written since was played), and the
+    /// room left in the buffer the flush emptied (see `roomInFrames`).
     private var framesSinceFlush = 0
     private var isClosed = false
     /// The priority asked for libpulse's thread, which sends the frames to the server: the audio
