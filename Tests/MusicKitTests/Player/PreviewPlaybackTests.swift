@@ -69,6 +69,12 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertTrue(log.failures.isEmpty, "\(log.failures)")
         XCTAssertEqual(trimmingTrailingSilence(try readCapture(capture)), pcm16(signal), "all of it, bit-exact")
 
+        // The download keeps its file (fsync, then rename from .part) after the decoder has read
+        // the last bytes, so playing can end first: wait for the download's end, an event.
+        for partial in try FileManager.default.contentsOfDirectory(at: PreviewCache.directory(), includingPropertiesForKeys: nil)
+        where partial.pathExtension == "part" {
+            _ = GrowingFile.growing(partial.deletingPathExtension().path)?.waitForBytes(beyond: .max)
+        }
         let kept = try FileManager.default.contentsOfDirectory(at: PreviewCache.directory(), includingPropertiesForKeys: nil)
         XCTAssertEqual(kept.map(\.pathExtension), ["m4a"], "the complete preview, no partial file")
         XCTAssertEqual(try Data(contentsOf: kept[0]), bytes)
