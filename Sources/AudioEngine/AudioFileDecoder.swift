@@ -150,6 +150,18 @@ public final class AudioFileDecoder {
         return FFmpegReader.recognizes(head) ? try FFmpegReader(path: path) : try SndFileReader(path: path, head: head)
     }
 
+    /// Loads the library that reads `path` — FFmpeg for MP4/ADTS content and files still
+    /// downloading, libsndfile for the rest — without opening the file for decoding, so that
+    /// opening it later does no dynamic loading (see `AudioEngine.warmUpDevice`). A library
+    /// that fails to load is not reported here: opening the file says what is wrong.
+    public static func loadLibrary(forFileAt path: String) {
+        if GrowingFile.growing(path) != nil || FFmpegReader.recognizes(head(of: path)) {
+            FFmpegReader.loadLibrary()
+        } else {
+            SndFileReader.loadLibrary()
+        }
+    }
+
     /// The first bytes of a file (up to 12), for choosing its reader.
     private static func head(of path: String) -> [UInt8] {
         guard let handle = fopen(path, "rb") else { return [] }

@@ -319,6 +319,9 @@ final class FFmpegReader: AudioFileReader {
     }
 
     /// The libavformat version ("libavformat 59.27.100"), or why FFmpeg is missing.
+    /// Loads FFmpeg's libraries now (see `AudioFileDecoder.loadLibrary(forFileAt:)`).
+    static func loadLibrary() { _ = LibAV.loaded }
+
     static var libraryVersion: String {
         switch LibAV.loaded {
         case .success(let library):

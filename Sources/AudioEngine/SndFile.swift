@@ -171,6 +171,9 @@ final class SndFileReader: AudioFileReader {
     }
 
     /// The libsndfile version string, e.g. "libsndfile-1.2.0" (or why the library is missing).
+    /// Loads libsndfile now (see `AudioFileDecoder.loadLibrary(forFileAt:)`).
+    static func loadLibrary() { _ = LibSndFile.loaded }
+
     static var libraryVersion: String {
         switch LibSndFile.loaded {
         case .success(let library): String(cString: library.versionString())

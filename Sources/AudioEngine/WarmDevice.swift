@@ -26,12 +26,14 @@ enum WarmDevice {
     /// How many engines started on a warmed-up device (for the tests).
     static let taken = Atomic<Int>(0)
 
-    /// Starts opening `name` for `request` on a thread of its own.
-    static func begin(name: String, request: PCMRequest) {
+    /// Starts opening `name` for `request` on a thread of its own, after `first` has run there.
+    static func begin(name: String, request: PCMRequest, first: @escaping @Sendable () -> Void = {}) {
         let opening = Pending(name: name, request: request)
         pending.withLock { $0 = opening }
-        // A plain pthread: Foundation's Thread takes ~1 ms longer to start running.
-        EngineThread(name: "musickit-warm") {
+        // A plain pthread, started on another CPU than the caller's, which goes on with its own
+        // start-up work: on the caller's CPU it would wait for the scheduler to move it.
+        EngineThread(name: "musickit-warm", startsOnAnotherCPU: true) {
+            first()
             let result = Result { () throws(ALSAError) in try PCMDevice(name: name, request: request) }
             opening.condition.lock()
             opening.result = result

@@ -72,7 +72,9 @@ enum PlayCommand {
         var engineConfiguration = ApplicationMusicPlayer.defaultEngineConfiguration
         if let device = parsed.option("--device") { engineConfiguration.deviceName = device }
         // The device opens (~4 ms through a sound server) while the rest gets ready.
-        if !parsed.has("--system") { AudioEngine.warmUpDevice(engineConfiguration) }
+        if !parsed.has("--system") {
+            AudioEngine.warmUpDevice(engineConfiguration, forFileAt: parsed.positionals.first(where: PlayResolution.isFile))
+        }
         // Anything but files is catalog or library content: the app needs access.
         if parsed.positionals.contains(where: { !PlayResolution.isFile($0) }),
            let refused = requireAuthorization("play") {

@@ -1,7 +1,9 @@
 @testable import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
+import CLinux
 import Foundation
+import Synchronization
 import XCTest
 
 /// The whole engine writing into ALSA's `file` plugin: what the device received, frame by frame.
@@ -95,6 +97,24 @@ final class EngineCaptureTests: XCTestCase {
         let (again, _, _) = try play(paths)
         assertCapture(again, equals: pcm16(signal))
         XCTAssertEqual(WarmDevice.taken.load(ordering: .relaxed), taken + 1, "a device for another rate is not taken")
+    }
+
+    /// A warm-up's first work (`musickit play` loads its first file's decoder library there) runs
+    /// on the warm-up's own thread, not the caller's, and the device it then opens is the one
+    /// taken.
+    func testAWarmUpDoesItsFirstWorkOnItsOwnThreadThenOpensTheDevice() {
+        let request = captureConfiguration(captureURL).pcmRequest(sampleRate: 44_100)
+        let name = captureConfiguration(captureURL).deviceName
+        let ranOn = Mutex<String?>(nil)
+        WarmDevice.begin(name: name, request: request) {
+            var buffer = [CChar](repeating: 0, count: 16)
+            _ = pthread_getname_np(pthread_self(), &buffer, buffer.count)
+            let threadName = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            ranOn.withLock { $0 = threadName }
+        }
+        let device = WarmDevice.take(name: name, request: request)
+        XCTAssertNotNil(device, "the warmed-up device")
+        XCTAssertEqual(ranOn.withLock { $0 }, "musickit-warm")
     }
 
     /// With a crossfade, the end of one entry and the start of the next overlap: the old fades
