@@ -318,10 +318,10 @@ final class FFmpegReader: AudioFileReader {
         return true
     }
 
-    /// The libavformat version ("libavformat 59.27.100"), or why FFmpeg is missing.
     /// Loads FFmpeg's libraries now (see `AudioFileDecoder.loadLibrary(forFileAt:)`).
     static func loadLibrary() { _ = LibAV.loaded }
 
+    /// The libavformat version ("libavformat 59.27.100"), or why FFmpeg is missing.
     static var libraryVersion: String {
         switch LibAV.loaded {
         case .success(let library):

@@ -170,10 +170,10 @@ final class SndFileReader: AudioFileReader {
         return position
     }
 
-    /// The libsndfile version string, e.g. "libsndfile-1.2.0" (or why the library is missing).
     /// Loads libsndfile now (see `AudioFileDecoder.loadLibrary(forFileAt:)`).
     static func loadLibrary() { _ = LibSndFile.loaded }
 
+    /// The libsndfile version string, e.g. "libsndfile-1.2.0" (or why the library is missing).
     static var libraryVersion: String {
         switch LibSndFile.loaded {
         case .success(let library): String(cString: library.versionString())

@@ -12,7 +12,7 @@
 extern int pthread_setname_np(pthread_t thread, const char *name);
 extern int pthread_getname_np(pthread_t thread, char *name, size_t size);
 extern int pthread_attr_setaffinity_np(pthread_attr_t *attr, size_t size, const cpu_set_t *set);
-// Declared by <sched.h> only under _GNU_SOURCE, as are the CPU_* macros these two stand for.
+// Declared by <sched.h> only under _GNU_SOURCE, as are the CPU_* macros the four helpers stand for.
 extern int sched_getcpu(void);
 extern int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set);
 extern int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set);
