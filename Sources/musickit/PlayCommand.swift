@@ -71,13 +71,11 @@ enum PlayCommand {
         }
         var engineConfiguration = ApplicationMusicPlayer.defaultEngineConfiguration
         if let device = parsed.option("--device") { engineConfiguration.deviceName = device }
+        let files = parsed.positionals.filter(PlayResolution.isFile)
         // The device opens (~4 ms through a sound server) while the rest gets ready.
-        if !parsed.has("--system") {
-            AudioEngine.warmUpDevice(engineConfiguration, forFileAt: parsed.positionals.first(where: PlayResolution.isFile))
-        }
+        if !parsed.has("--system") { AudioEngine.warmUpDevice(engineConfiguration, forFileAt: files.first) }
         // Anything but files is catalog or library content: the app needs access.
-        if parsed.positionals.contains(where: { !PlayResolution.isFile($0) }),
-           let refused = requireAuthorization("play") {
+        if files.count < parsed.positionals.count, let refused = requireAuthorization("play") {
             return refused
         }
         let items: [any PlayableMusicItem]

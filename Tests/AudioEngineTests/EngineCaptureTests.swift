@@ -103,8 +103,9 @@ final class EngineCaptureTests: XCTestCase {
     /// on the warm-up's own thread, not the caller's, and the device it then opens is the one
     /// taken.
     func testAWarmUpDoesItsFirstWorkOnItsOwnThreadThenOpensTheDevice() {
-        let request = captureConfiguration(captureURL).pcmRequest(sampleRate: 44_100)
-        let name = captureConfiguration(captureURL).deviceName
+        let configuration = captureConfiguration(captureURL)
+        let request = configuration.pcmRequest(sampleRate: 44_100)
+        let name = configuration.deviceName
         let ranOn = Mutex<String?>(nil)
         WarmDevice.begin(name: name, request: request) {
             var buffer = [CChar](repeating: 0, count: 16)
