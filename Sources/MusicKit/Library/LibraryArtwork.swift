@@ -7,9 +7,10 @@ import Synchronization
 /// `<data>/library-artwork/`, else an image in the file's folder (`cover.jpg`, `folder.png`,
 /// `front.jpg`, ... in their usual spellings), used where it is. PNG and JPEG; nil when none.
 ///
-/// A folder's image is looked for once per instance: one per library scan, and one per data
-/// folder for the songs made from files (`Song(fileURL:)`, `shared(for:)`). Candidate names are
-/// checked one by one (a stat each), never by listing the folder, which may hold thousands of files.
+/// A folder's image is looked for once per instance: one per library scan, and one per process
+/// for the songs made from files (`Song(fileURL:)`, `forFiles`). Candidate names are checked one
+/// by one (a stat of a plain path each), never by listing the folder, which may hold thousands of
+/// files: `musickit play FILE` makes its song before the first sound.
 ///
 /// Thread safety: any thread.
 final class LibraryArtwork: Sendable {
@@ -20,11 +21,15 @@ final class LibraryArtwork: Sendable {
         "front.jpg", "front.png", "Front.jpg", "Front.png", "FRONT.JPG",
         "album.jpg", "album.png", "Album.jpg", "Album.png", "AlbumArt.jpg", "albumart.jpg",
     ]
-    let directory: URL
+    /// Where embedded images are kept; asked only when one is stored.
+    private let directory: @Sendable () -> URL
     private let folders = Mutex<[String: JSONValue?]>([:])
-    private static let sharedByDirectory = Mutex<[URL: LibraryArtwork]>([:])
 
     init(directory: URL) {
+        self.directory = { directory }
+    }
+
+    private init(directory: @escaping @Sendable () -> URL) {
         self.directory = directory
     }
 
@@ -32,16 +37,9 @@ final class LibraryArtwork: Sendable {
         environment.dataDirectory.appendingPathComponent("library-artwork")
     }
 
-    /// The process's instance for `environment` (for songs made from files one at a time).
-    static func shared(for environment: MusicKitEnvironment) -> LibraryArtwork {
-        let directory = directory(environment)
-        return sharedByDirectory.withLock { instances in
-            if let instance = instances[directory] { return instance }
-            let instance = LibraryArtwork(directory: directory)
-            instances[directory] = instance
-            return instance
-        }
-    }
+    /// The process's instance for songs made from files one at a time: their embedded images go
+    /// to the current environment's data folder (`MusicKitEnvironment.current`, read only then).
+    static let forFiles = LibraryArtwork(directory: { directory(.current) })
 
     func artwork(embedded: Data?, besides path: String) -> JSONValue? {
         if let embedded, let stored = store(embedded) { return stored }
@@ -57,6 +55,7 @@ final class LibraryArtwork: Sendable {
     private func store(_ image: Data) -> JSONValue? {
         guard let size = ImageFile.size(of: image) else { return nil }
         let name = String(LibraryStore.fnv1a(image), radix: 16) + (ImageFile.isJPEG(image) ? ".jpg" : ".png")
+        let directory = directory()
         let file = directory.appendingPathComponent(name)
         if !FileManager.default.fileExists(atPath: file.path) {
             do {
@@ -70,14 +69,18 @@ final class LibraryArtwork: Sendable {
     }
 
     private func folderImage(in folder: String) -> JSONValue? {
+        let prefix = folder.isEmpty || folder.hasSuffix("/") ? folder : folder + "/"
         for name in LibraryArtwork.folderImageNames {
-            let file = URL(fileURLWithPath: folder).appendingPathComponent(name)
+            // A plain path: a URL per candidate would stat the folder again for each.
+            let path = prefix + name
             var status = stat()
-            guard stat(file.path, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
-                  let handle = FileHandle(forReadingAtPath: file.path) else { continue }
+            guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+                  let handle = FileHandle(forReadingAtPath: path) else { continue }
             let head = handle.readData(ofLength: 1 << 16)
             try? handle.close()
-            if let size = ImageFile.size(of: head) { return LibraryArtwork.object(file, size) }
+            if let size = ImageFile.size(of: head) {
+                return LibraryArtwork.object(URL(fileURLWithPath: path, isDirectory: false), size)
+            }
         }
         return nil
     }

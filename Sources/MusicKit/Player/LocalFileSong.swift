@@ -17,7 +17,7 @@ extension Song {
         attributes["playParams"] = .object(["id": .string(id), "kind": .string("song"), "isLibrary": .bool(true)])
         if let decoder = try? AudioFileDecoder(path: path) {
             let info = decoder.info
-            attributes["artwork"] = LibraryArtwork.shared(for: .current).artwork(embedded: decoder.coverArt, besides: path)
+            attributes["artwork"] = LibraryArtwork.forFiles.artwork(embedded: decoder.coverArt, besides: path)
             if let title = info.title, !title.isEmpty { attributes["name"] = .string(title) }
             if let artist = info.artist { attributes["artistName"] = .string(artist) }
             if let album = info.album { attributes["albumName"] = .string(album) }
