@@ -64,24 +64,34 @@ public struct MusicKitEnvironment: Sendable, Equatable {
     }
 
     /// Finds the bundled `Assets` directory (it holds `Catalog/`).
+    ///
+    /// Candidates are plain paths, checked with one `stat` each: a file URL per candidate
+    /// would look each up again (`musickit play FILE` finds its environment before its first
+    /// sound).
     public static func bundledAssets() -> URL? {
-        var candidates: [URL] = []
+        var candidates: [String] = []
         if let path = ProcessEnvironment.nonEmpty("MUSICKIT_ASSETS") {
-            candidates.append(URL(fileURLWithPath: path))
+            candidates.append(path)
         }
         // A source checkout: .build/<triple>/<configuration>/<executable> is four levels below the root.
-        var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
-            .deletingLastPathComponent()
+        var directory = (realpath(CommandLine.arguments.first ?? "", nil).map { resolved in
+            defer { free(resolved) }
+            return String(cString: resolved)
+        } ?? CommandLine.arguments.first ?? "") as NSString
         for _ in 0..<5 {
+            directory = directory.deletingLastPathComponent as NSString
             candidates.append(directory.appendingPathComponent("Assets"))
-            directory.deleteLastPathComponent()
         }
         // This source file's checkout (tests, `swift run`).
-        candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Assets"))
-        candidates.append(URL(fileURLWithPath: "/usr/local/share/musickit/Assets"))
-        candidates.append(URL(fileURLWithPath: "/usr/share/musickit/Assets"))
-        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("Catalog").path) }
+        var source = #filePath as NSString
+        for _ in 0..<4 { source = source.deletingLastPathComponent as NSString }
+        candidates.append(source.appendingPathComponent("Assets"))
+        candidates.append("/usr/local/share/musickit/Assets")
+        candidates.append("/usr/share/musickit/Assets")
+        return candidates.first { path in
+            var status = stat()
+            return stat(path + "/Catalog", &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+        }.map { URL(fileURLWithPath: $0, isDirectory: true) }
     }
 
     private static let shared = Mutex<MusicKitEnvironment?>(nil)
