@@ -208,12 +208,6 @@ final class PlayerSession: @unchecked Sendable {
         }
         defer { listener.cancel() }
 
-        let signals = SignalHandlers()
-        signals.on(SIGINT) { [weak self] in self?.finish(.interrupted) }
-        signals.on(SIGTERM) { [weak self] in self?.finish(.interrupted) }
-        signals.on(SIGUSR1) { [weak self] in self?.control { try await $0.skipToNextEntry() } }
-        signals.on(SIGUSR2) { [weak self] in self?.togglePause() }
-
         let boxed = PlayResolution.Found.self
         let started = Result { try waitFor { [player] in
             let queue = ApplicationMusicPlayer.Queue(for: [Song]())
@@ -222,6 +216,14 @@ final class PlayerSession: @unchecked Sendable {
             try await player.play()
         } }
         if case .failure(let error) = started { return report(error) }
+        // After the first sound: the first signal source starts libdispatch's event thread, which
+        // waits for the loader while the audio libraries load (~0.4 ms). Until here a signal
+        // does what it does to any program (SIGINT, SIGTERM: the process ends).
+        let signals = SignalHandlers()
+        signals.on(SIGINT) { [weak self] in self?.finish(.interrupted) }
+        signals.on(SIGTERM) { [weak self] in self?.finish(.interrupted) }
+        signals.on(SIGUSR1) { [weak self] in self?.control { try await $0.skipToNextEntry() } }
+        signals.on(SIGUSR2) { [weak self] in self?.togglePause() }
 
         var terminal: RawTerminal?
         var keys: KeyReader?
