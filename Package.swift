@@ -63,8 +63,9 @@ let package = Package(
             name: "MusicKit",
             dependencies: ["AudioEngine", "CSQLite", "CSystemd", "COpenSSL", "CPNG"]
         ),
-        // The transport commands' request, sent at process start before the Swift runtime starts
-        // (`musickit next` as soon as `mpc next`): Sources/CEarlyRequest/EarlyRequest.c.
+        // Work done at process start, before the Swift runtime starts: the transport commands'
+        // request (`musickit next` as soon as `mpc next`, Sources/CEarlyRequest/EarlyRequest.c)
+        // and `musickit play`'s PulseAudio library (EarlyLoad.c).
         .target(name: "CEarlyRequest"),
         .executableTarget(
             name: "musickit",

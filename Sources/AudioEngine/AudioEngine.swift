@@ -75,7 +75,9 @@ public final class AudioEngine: Sendable {
     /// first file meanwhile would wait for all of the device's libraries; this way it waits only
     /// for its own (libsndfile: ~0.8 ms) and gets ready beside the rest. For the same reason the
     /// concurrency runtime's one-time lookup of its dispatch hook, which the first task makes,
-    /// is made here, before the loading starts.
+    /// is made here, before the loading starts. (`musickit play` on a PulseAudio device finds
+    /// libpulse loaded already: Sources/CEarlyRequest/EarlyLoad.c loads it before the Swift
+    /// runtime starts, where nothing else competes with the loading.)
     public static func warmUpDevice(_ configuration: AudioEngineConfiguration, sampleRate: Int = 44_100,
                                     forFileAt path: String? = nil) {
         Task {}

@@ -1,6 +1,7 @@
-// The request of a transport command (`musickit next`, `previous`, `resume`), sent to the
-// system player's daemon when the process starts, before the Swift runtime and Foundation
-// initialize: see EarlyRequest.c.
+// What the command-line tool does when its process starts, before the Swift runtime and
+// Foundation initialize: the request of a transport command (`musickit next`, `previous`,
+// `resume`), sent to the system player's daemon (EarlyRequest.c), and the audio library of
+// `musickit play` on a PulseAudio device, loaded (EarlyLoad.c).
 #ifndef MUSICKIT_EARLY_REQUEST_H
 #define MUSICKIT_EARLY_REQUEST_H
 
@@ -28,5 +29,15 @@ const char *musickit_early_request_operation(const char *command);
 /// listens, connects, sends the request and waits (5 s at most) until its answer can be read.
 /// Exposed for tests.
 void musickit_early_request_start(int argc, char **argv);
+
+/// The device `musickit play` will play on when `argv` is a play command that plays here (not
+/// with --system, not asking for help): its --device, else MUSICKIT_AUDIO_DEVICE, else
+/// "default". NULL for anything else. See EarlyLoad.c.
+const char *musickit_early_play_device(int argc, char **argv);
+
+/// What the process-start hook of EarlyLoad.c does: for `musickit play` on a PulseAudio device
+/// (`pulseaudio`, `pulseaudio:SINK`), loads libpulse before the Swift runtime starts. 1 when
+/// it loaded it, 0 otherwise. Exposed for tests.
+int musickit_early_load_start(int argc, char **argv);
 
 #endif
