@@ -7,12 +7,34 @@
 // the loading took ~3.3 ms there against ~2.4 ms alone. So the play command's device library is
 // loaded here, before the Swift runtime starts, alone; the engine's own dlopen then finds it
 // loaded. Only libpulse: an ALSA device's library depends on its configuration (a plugin, a
-// card), which only ALSA reads. MUSICKIT_NO_EARLY_LOAD=1 turns it off (for comparisons).
+// card), which only ALSA reads. With no device named, the play command's is the server natively
+// when one answers (AudioEngineConfiguration.automaticDeviceName), found here the same way.
+// MUSICKIT_NO_EARLY_LOAD=1 turns it off (for comparisons).
 #include "EarlyRequest.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int musickit_early_pulse_server_answers(void) {
+    if (musickit_early_variable("PULSE_SERVER")) return 1;
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    const char *runtime = musickit_early_variable("PULSE_RUNTIME_PATH");
+    const char *xdg = musickit_early_variable("XDG_RUNTIME_DIR");
+    int length = runtime ? snprintf(address.sun_path, sizeof address.sun_path, "%s/native", runtime)
+               : xdg     ? snprintf(address.sun_path, sizeof address.sun_path, "%s/pulse/native", xdg)
+                         : -1;
+    if (length < 0 || (size_t)length >= sizeof address.sun_path) return 0;
+    int descriptor = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (descriptor < 0) return 0;
+    int connected = connect(descriptor, (struct sockaddr *)&address, sizeof address) == 0;
+    close(descriptor);
+    return connected;
+}
 
 const char *musickit_early_play_device(int argc, char **argv) {
     if (argc < 3 || strcmp(argv[1], "play") != 0) return NULL;
@@ -33,10 +55,8 @@ const char *musickit_early_play_device(int argc, char **argv) {
             if (argument[2] == 'd') device = argv[index];
         }
     }
-    if (!device) {
-        const char *configured = getenv("MUSICKIT_AUDIO_DEVICE");
-        device = configured && *configured ? configured : "default";
-    }
+    if (!device) device = musickit_early_variable("MUSICKIT_AUDIO_DEVICE");
+    if (!device) device = musickit_early_pulse_server_answers() ? "pulseaudio" : "default";
     return device;
 }
 

@@ -49,14 +49,14 @@ int musickit_early_request_frame(const char *operation, int id, char *buffer, si
     return length + 4;
 }
 
-static const char *non_empty(const char *name) {
+const char *musickit_early_variable(const char *name) {
     const char *value = getenv(name);
     return value && *value ? value : NULL;
 }
 
 int musickit_early_request_socket_path(char *buffer, size_t capacity) {
-    const char *runtime = non_empty("MUSICKIT_RUNTIME_DIR");
-    const char *xdg = non_empty("XDG_RUNTIME_DIR");
+    const char *runtime = musickit_early_variable("MUSICKIT_RUNTIME_DIR");
+    const char *xdg = musickit_early_variable("XDG_RUNTIME_DIR");
     int length = runtime ? snprintf(buffer, capacity, "%s/player.sock", runtime)
                : xdg     ? snprintf(buffer, capacity, "%s/musickit/player.sock", xdg)
                          : snprintf(buffer, capacity, "/tmp/musickit-%u/player.sock", (unsigned)getuid());

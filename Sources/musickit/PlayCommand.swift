@@ -8,7 +8,8 @@ import Synchronization
 enum PlayCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--device", valueName: "NAME",
-                        help: "ALSA device (`aplay -L`) or pulseaudio[:SINK] (default: $MUSICKIT_AUDIO_DEVICE, default)"),
+                        help: "ALSA device (`aplay -L`) or pulseaudio[:SINK] (default: $MUSICKIT_AUDIO_DEVICE, else "
+                            + "pulseaudio when a PulseAudio or PipeWire server answers, else ALSA's default)"),
                   .init(name: "--repeat", valueName: "none|one|all", help: "repeat mode to start with (default none)"),
                   .init(name: "--crossfade", valueName: "SECONDS", help: "overlap entries by 1-12 s, fading (default: gapless)")],
         flags: [.init(name: "--shuffle", help: "shuffle the songs"),

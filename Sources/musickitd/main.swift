@@ -29,8 +29,9 @@ let usage = """
 
     The system music player's daemon: plays what SystemMusicPlayer, `musickit play --system` and
     `musickit pause|next|...` ask, and keeps playing when they are gone. One per user; it listens
-    on $XDG_RUNTIME_DIR/musickit/player.sock (MUSICKIT_RUNTIME_DIR overrides), plays through the
-    default ALSA device (MUSICKIT_AUDIO_DEVICE overrides) and keeps its queue and position in
+    on $XDG_RUNTIME_DIR/musickit/player.sock (MUSICKIT_RUNTIME_DIR overrides), plays on the
+    PulseAudio or PipeWire server (natively) when one answers, else on ALSA's default device
+    (MUSICKIT_AUDIO_DEVICE overrides both), and keeps its queue and position in
     $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it exits on
     SIGTERM or `musickit daemon stop`.
 

@@ -45,6 +45,67 @@ final class EarlyLoadTests: XCTestCase {
         }
     }
 
+    /// A socket listening at `path` (closed by the caller), or, with `listens` false, one bound
+    /// there and closed: the file a server that died leaves behind.
+    private func unixSocket(at path: String, listens: Bool) throws -> Int32 {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(descriptor, 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(bound, 0, "bind \(path)")
+        if listens {
+            XCTAssertEqual(listen(descriptor, 4), 0)
+            return descriptor
+        }
+        close(descriptor)
+        return -1
+    }
+
+    /// Without a device named, a server that answers means the native output, found the same
+    /// way by the engine (for the player) and at process start (for the early load); a stale
+    /// socket or no runtime folder means ALSA's default.
+    func testTheServerIsFoundWhereTheEngineLooks() throws {
+        let names = ["PULSE_SERVER", "PULSE_RUNTIME_PATH", "XDG_RUNTIME_DIR", "MUSICKIT_AUDIO_DEVICE"]
+        let saved = names.map { getenv($0).map { String(cString: $0) } }
+        defer {
+            for (name, value) in zip(names, saved) {
+                if let value { setenv(name, value, 1) } else { unsetenv(name) }
+            }
+        }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-server-\(UUID().uuidString)").path
+        for folder in ["pulse-runtime", "xdg/pulse", "stale/pulse"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
+        }
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let listening = [try unixSocket(at: root + "/pulse-runtime/native", listens: true),
+                         try unixSocket(at: root + "/xdg/pulse/native", listens: true)]
+        defer { listening.forEach { close($0) } }
+        _ = try unixSocket(at: root + "/stale/pulse/native", listens: false)
+
+        let cases: [(server: String?, runtime: String?, xdg: String?, answers: Bool)] = [
+            ("tcp:somewhere", nil, nil, true),
+            (nil, root + "/pulse-runtime", root + "/stale", true),
+            ("", nil, root + "/xdg", true),
+            (nil, nil, root + "/stale", false),
+            (nil, root + "/xdg", root + "/xdg", false),  // PULSE_RUNTIME_PATH wins: no socket there
+            (nil, nil, nil, false),
+        ]
+        unsetenv("MUSICKIT_AUDIO_DEVICE")
+        for (server, runtime, xdg, answers) in cases {
+            for (name, value) in zip(names, [server, runtime, xdg]) {
+                if let value { setenv(name, value, 1) } else { unsetenv(name) }
+            }
+            let label = "PULSE_SERVER=\(server ?? "unset") PULSE_RUNTIME_PATH=\(runtime ?? "unset") XDG_RUNTIME_DIR=\(xdg ?? "unset")"
+            XCTAssertEqual(AudioEngineConfiguration.automaticDeviceName, answers ? "pulseaudio" : "default", label)
+            XCTAssertEqual(musickit_early_pulse_server_answers(), answers ? 1 : 0, label)
+            XCTAssertEqual(earlyDevice(["song.flac"]), try playDevice(["song.flac"]), label)
+        }
+    }
+
     /// Help, the daemon's play and other commands play nothing here: nothing is loaded for them.
     func testNothingIsLoadedWhenNothingPlaysHere() {
         for arguments in [["play", "--help"], ["play", "-h"], ["play", "--system", "song.flac"], ["play"],

@@ -20,7 +20,8 @@ import Synchronization
 ///
 /// Linux additions: `engineConfiguration` (the ALSA device, buffer sizes), `events()` (entries
 /// that could not play, the end of the queue, a lost device) and `init(engineConfiguration:)`
-/// for players besides `shared`. `MUSICKIT_AUDIO_DEVICE` picks `shared`'s device.
+/// for players besides `shared`. `MUSICKIT_AUDIO_DEVICE` picks `shared`'s device (else the sound
+/// server natively when one answers, else ALSA's `default`).
 ///
 /// Thread safety: every member may be used from any thread. Observation callbacks run on the
 /// player's event queue, in the order things were heard.
@@ -29,14 +30,12 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     public static let shared = ApplicationMusicPlayer(engineConfiguration: defaultEngineConfiguration)
 
-    /// The configuration `shared` starts with: the default ALSA device, or `MUSICKIT_AUDIO_DEVICE`.
-    /// (Linux addition)
+    /// The configuration `shared` starts with: the device `MUSICKIT_AUDIO_DEVICE` names, else
+    /// the sound server natively when one answers, else ALSA's `default`
+    /// (`AudioEngineConfiguration.automaticDeviceName`). (Linux addition)
     public static var defaultEngineConfiguration: AudioEngineConfiguration {
-        var configuration = AudioEngineConfiguration()
-        if let device = ProcessEnvironment.nonEmpty("MUSICKIT_AUDIO_DEVICE") {
-            configuration.deviceName = device
-        }
-        return configuration
+        AudioEngineConfiguration(deviceName: ProcessEnvironment.nonEmpty("MUSICKIT_AUDIO_DEVICE")
+                                 ?? AudioEngineConfiguration.automaticDeviceName)
     }
 
     /// The application player's queue: a `MusicPlayer.Queue` whose entries can be read and
