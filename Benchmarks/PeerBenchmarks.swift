@@ -14,6 +14,8 @@ struct PeerBenchmarks {
     let runs: Int
     let report: Report
     let musickit: URL
+    /// Another build of the tool, started in turn with `musickit` run by run (MUSICKIT_BENCH_CLI_OTHER).
+    let otherMusickit: URL?
 
     static func installed(_ tool: String) -> URL? {
         for directory in ["/usr/bin", "/usr/local/bin", "/bin"] {
@@ -34,22 +36,40 @@ struct PeerBenchmarks {
     /// `runs` starts of `executable` with the arguments `arguments` gives for each, checked
     /// at the monitor against `track` from its first frame.
     func commandStarts(_ executable: URL, track: [Int16], _ arguments: () -> [String]) -> [StartCheck] {
-        var checks: [StartCheck] = []
+        interleavedStarts([executable], track: track, arguments)[0]
+    }
+
+    /// `runs` starts of each of `executables`, in turn run by run (so that a slow minute of the
+    /// machine falls on all of them), each checked at the monitor; the checks per executable.
+    func interleavedStarts(_ executables: [URL], track: [Int16], _ arguments: () -> [String]) -> [[StartCheck]] {
+        var checks = executables.map { _ in [StartCheck]() }
         for _ in 0..<runs {
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = arguments()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
-            let start = monotonicNanoseconds()
-            do { try process.run() } catch { progress("\(executable.lastPathComponent): \(error)"); return checks }
-            checks.append(recorder.checkStart(since: start, call: start, track: track, timeout: 3))
-            process.terminate()
-            process.waitUntilExit()
-            settle()
+            for (index, executable) in executables.enumerated() {
+                let process = Process()
+                process.executableURL = executable
+                process.arguments = arguments()
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                process.standardInput = FileHandle.nullDevice
+                let start = monotonicNanoseconds()
+                do { try process.run() } catch { progress("\(executable.lastPathComponent): \(error)"); return checks }
+                checks[index].append(recorder.checkStart(since: start, call: start, track: track, timeout: 3))
+                process.terminate()
+                process.waitUntilExit()
+                settle()
+            }
         }
         return checks
+    }
+
+    /// The tool's row, and with another build the same row for it, started in turn.
+    private func musickitRows(_ name: String, _ arguments: [String], floor: Int, note: String) {
+        let builds = [musickit] + (otherMusickit.map { [$0] } ?? [])
+        let checks = interleavedStarts(builds, track: fixtures.sweepSamples) { arguments }
+        report.add(Row(name, starts: checks[0], landingFloor: floor, note: note))
+        if checks.count > 1 {
+            report.add(Row(name + " [other build]", starts: checks[1], landingFloor: floor, note: "MUSICKIT_BENCH_CLI_OTHER"))
+        }
     }
 
     /// The floor below which the monitor cannot tell a start from frame 0: one block of the
@@ -64,13 +84,20 @@ struct PeerBenchmarks {
     }
 
     func commandLineTTFA(floor: Int, control: [StartCheck]) {
-        report.add(Row("musickit play (CLI) TTFA: process start -> sound", starts: commandStarts(
-            musickit, ["play", "--no-ui", "--device", device, fixtures.sweep.path]), landingFloor: floor,
-            note: "includes process start-up; ALSA pulse plugin, same device as aplay"))
+        // `musickit play FILE` as typed: no device named. With the test server answering (its only
+        // sink is the one recorded), that is the server natively, its default sink.
+        if nativeDevice != nil, AudioEngineConfiguration.automaticDeviceName == "pulseaudio",
+           ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"] == nil {
+            musickitRows("musickit play FILE (CLI, its default device) TTFA: process start -> sound",
+                         ["play", "--no-ui", fixtures.sweep.path], floor: floor,
+                         note: "includes process start-up; no --device: a PulseAudio server answers, so the native output")
+        }
+        musickitRows("musickit play (CLI) TTFA: process start -> sound", ["play", "--no-ui", "--device", device, fixtures.sweep.path],
+                     floor: floor, note: "includes process start-up; ALSA pulse plugin, same device as aplay")
         if let nativeDevice {
-            report.add(Row("musickit play --device pulseaudio (CLI) TTFA: process start -> sound", starts: commandStarts(
-                musickit, ["play", "--no-ui", "--device", nativeDevice, fixtures.sweep.path]), landingFloor: floor,
-                note: "includes process start-up; the engine's native PulseAudio output, same sink"))
+            musickitRows("musickit play --device pulseaudio (CLI) TTFA: process start -> sound",
+                         ["play", "--no-ui", "--device", nativeDevice, fixtures.sweep.path], floor: floor,
+                         note: "includes process start-up; the engine's native PulseAudio output, same sink")
         }
         if let aplay = Self.installed("aplay") {
             report.add(Row("aplay TTFA: process start -> sound", starts: commandStarts(

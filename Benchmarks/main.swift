@@ -16,6 +16,9 @@ when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant 
 --mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
+MUSICKIT_BENCH_CLI: the musickit to time (scripts/bench passes scripts/build's); MUSICKIT_BENCH_CLI_OTHER:
+another build, started in turn with it run by run in the cli group (rows marked [other build]), to
+compare two builds in one run on this noisy machine.
 """
 
 var runs = 9
@@ -70,6 +73,7 @@ let assets = repository.appendingPathComponent("Assets")
 // The CLI as scripts/build makes it (scripts/bench says where), else the one built beside this.
 let musickit = ProcessInfo.processInfo.environment["MUSICKIT_BENCH_CLI"].map { URL(fileURLWithPath: $0) }
     ?? executable.deletingLastPathComponent().appendingPathComponent("musickit")
+let otherMusickit = ProcessInfo.processInfo.environment["MUSICKIT_BENCH_CLI_OTHER"].map { URL(fileURLWithPath: $0) }
 
 let report = Report()
 let fixtures = try Fixtures(assets: assets)
@@ -105,7 +109,8 @@ if realTimeGroups.contains(where: { wants($0) }) {
     // The same sink through the engine's own libpulse stream instead of ALSA's pulse plugin.
     let nativeDevice = environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"]
     let peers = PeerBenchmarks(device: device, nativeDevice: nativeDevice,
-                               recorder: recorder, fixtures: fixtures, runs: runs, report: report, musickit: musickit)
+                               recorder: recorder, fixtures: fixtures, runs: runs, report: report, musickit: musickit,
+                               otherMusickit: otherMusickit)
     // The control first: every start is judged by the frames the monitor cannot see (paplay).
     progress("control: paplay's landing frames")
     let (floor, control) = peers.landingFloor()
@@ -186,6 +191,7 @@ if realTimeGroups.contains(where: { wants($0) }) {
         ratio("musickitd TTFA via `mpc play` -> sound", "MPD (\(output)) TTFA via `mpc play` -> sound")
     }
     ratio("engine skip: skipToNextEntry() -> next entry's sound", "mpv skip: playlist-next over IPC -> next file's sound")
+    ratio("musickit play FILE (CLI, its default device) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "mpv TTFA: process start -> sound")
     ratio("musickit play --device pulseaudio (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
