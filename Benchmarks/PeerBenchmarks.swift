@@ -87,7 +87,7 @@ struct PeerBenchmarks {
         // `musickit play FILE` as typed: no device named. With the test server answering (its only
         // sink is the one recorded), that is the server natively, its default sink.
         if nativeDevice != nil, AudioEngineConfiguration.automaticDeviceName == "pulseaudio",
-           ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"] == nil {
+           getenv("MUSICKIT_AUDIO_DEVICE") == nil {
             musickitRows("musickit play FILE (CLI, its default device) TTFA: process start -> sound",
                          ["play", "--no-ui", fixtures.sweep.path], floor: floor,
                          note: "includes process start-up; no --device: a PulseAudio server answers, so the native output")

@@ -25,7 +25,13 @@ struct SystemPlayerBenchmarks {
         defer { try? FileManager.default.removeItem(at: root) }
         let environment = MusicKitEnvironment(root: root, applicationIdentifier: "musickit-bench")
         MusicKitEnvironment.current = environment
+        // The daemon's device; the variable is put back after, for the groups that follow (the
+        // command line's row without a device).
+        let previousDevice = ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"]
         setenv("MUSICKIT_AUDIO_DEVICE", device, 1)
+        defer {
+            if let previousDevice { setenv("MUSICKIT_AUDIO_DEVICE", previousDevice, 1) } else { unsetenv("MUSICKIT_AUDIO_DEVICE") }
+        }
         // The daemon built beside the command-line tool (scripts/build), unless MUSICKITD says.
         if ProcessInfo.processInfo.environment["MUSICKITD"] == nil {
             setenv("MUSICKITD", musickit.deletingLastPathComponent().appendingPathComponent("musickitd").path, 1)
