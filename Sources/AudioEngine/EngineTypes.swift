@@ -192,15 +192,6 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
 }
 
 extension AudioEngineConfiguration {
-    /// The device to play on when none is named (`ApplicationMusicPlayer`, `musickit play`,
-    /// musickitd): `pulseaudio` — the PulseAudio or PipeWire server through libpulse, without
-    /// ALSA — when a server answers, as desktop players (mpv, MPD) choose; else ALSA's `default`.
-    /// The server is the same either way where ALSA's default is its pulse plugin; the native
-    /// stream skips the plugin's layers (and its start: Benchmarks/RESULTS.md).
-    public static var automaticDeviceName: String {
-        PulseStream.serverAnswers() ? "pulseaudio" : "default"
-    }
-
     /// What the device is asked for, for a stream at `sampleRate`.
     func pcmRequest(sampleRate: Int) -> PCMRequest {
         PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,

@@ -139,44 +139,6 @@ final class PulseStream: @unchecked Sendable {
         name == "pulseaudio" || name.hasPrefix("pulseaudio:")
     }
 
-    /// Whether a PulseAudio (or PipeWire) server is there to connect to, looked for where
-    /// libpulse looks, without loading it: `PULSE_SERVER` set (libpulse connects where it says),
-    /// or a socket that accepts a connection at `$PULSE_RUNTIME_PATH/native`, else
-    /// `$XDG_RUNTIME_DIR/pulse/native` (a stale socket left by a server that died does not).
-    /// A server named only in client.conf or on the X11 root window is not seen: ALSA's
-    /// `default` reaches it through the pulse plugin. Sources/CEarlyRequest/EarlyLoad.c looks
-    /// the same way (a test compares the two).
-    static func serverAnswers() -> Bool {
-        func nonEmpty(_ name: String) -> String? {
-            guard let value = getenv(name), value.pointee != 0 else { return nil }
-            return String(cString: value)
-        }
-        if nonEmpty("PULSE_SERVER") != nil { return true }
-        let path: String
-        if let runtime = nonEmpty("PULSE_RUNTIME_PATH") {
-            path = runtime + "/native"
-        } else if let runtime = nonEmpty("XDG_RUNTIME_DIR") {
-            path = runtime + "/pulse/native"
-        } else {
-            return false
-        }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { bytes in
-            bytes.copyBytes(from: path.utf8)
-        }
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { Glibc.close(descriptor) }
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
-            }
-        }
-    }
-
     init(name: String, request: PCMRequest) throws(ALSAError) {
         deviceName = name
         realtimePriority = request.realtimePriority

@@ -2,6 +2,35 @@ import AudioEngine
 import Foundation
 import Synchronization
 
+extension AudioEngineConfiguration {
+    /// The device to play on when none is named (`ApplicationMusicPlayer`, `musickit play`,
+    /// musickitd): `pulseaudio` — the PulseAudio or PipeWire server through libpulse, without
+    /// ALSA — when a server answers, as desktop players (mpv, MPD) choose; else ALSA's `default`.
+    /// The server is the same either way where ALSA's default is its pulse plugin; the native
+    /// stream skips the plugin's layers (and its start: Benchmarks/RESULTS.md). (Linux addition)
+    ///
+    /// A server answers when `PULSE_SERVER` is set (libpulse connects where it says), or when a
+    /// socket accepts a connection where libpulse looks, `$PULSE_RUNTIME_PATH/native`, else
+    /// `$XDG_RUNTIME_DIR/pulse/native` (a stale socket left by a server that died does not); found
+    /// without loading libpulse. A server named only in client.conf or on the X11 root window is
+    /// not seen: ALSA's `default` reaches it through the pulse plugin.
+    /// Sources/CEarlyRequest/EarlyLoad.c looks the same way (a test compares the two).
+    public static var automaticDeviceName: String {
+        if ProcessEnvironment.nonEmpty("PULSE_SERVER") != nil { return "pulseaudio" }
+        let socket: String
+        if let runtime = ProcessEnvironment.nonEmpty("PULSE_RUNTIME_PATH") {
+            socket = runtime + "/native"
+        } else if let runtime = ProcessEnvironment.nonEmpty("XDG_RUNTIME_DIR") {
+            socket = runtime + "/pulse/native"
+        } else {
+            return "default"
+        }
+        guard let connected = try? SystemPlayerWire.connect(to: socket) else { return "default" }
+        close(connected)
+        return "pulseaudio"
+    }
+}
+
 /// The player that plays in this process, as in Apple's MusicKit, over the `AudioEngine`:
 /// gapless through ALSA, the next entry pre-decoded so that a skip is heard within
 /// milliseconds.
