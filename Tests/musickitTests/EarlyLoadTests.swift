@@ -10,12 +10,16 @@ import XCTest
 /// the device it reads from the arguments is the one the play command plays on, and only a
 /// PulseAudio device's library is loaded.
 final class EarlyLoadTests: XCTestCase {
-    private func earlyDevice(_ arguments: [String]) -> String? {
-        var storage = (["musickit", "play"] + arguments).map { strdup($0) }
+    /// `body` called with `musickit ARGUMENTS` as a C program's argc and argv.
+    private func withArgv<T>(_ arguments: [String], _ body: (Int32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> T) -> T {
+        var storage = (["musickit"] + arguments).map { strdup($0) }
         defer { storage.forEach { free($0) } }
-        return storage.withUnsafeMutableBufferPointer { argv in
-            musickit_early_play_device(Int32(argv.count), argv.baseAddress).map { String(cString: $0) }
-        }
+        return storage.withUnsafeMutableBufferPointer { argv in body(Int32(argv.count), argv.baseAddress) }
+    }
+
+    /// The device the process-start hook reads from `musickit play ARGUMENTS`.
+    private func earlyDevice(_ arguments: [String]) -> String? {
+        withArgv(["play"] + arguments) { musickit_early_play_device($0, $1).map { String(cString: $0) } }
     }
 
     /// What `musickit play` plays on, from the same arguments (PlayCommand.run's rule).
@@ -45,30 +49,10 @@ final class EarlyLoadTests: XCTestCase {
         }
     }
 
-    /// A socket listening at `path` (closed by the caller), or, with `listens` false, one bound
-    /// there and closed: the file a server that died leaves behind.
-    private func unixSocket(at path: String, listens: Bool) throws -> Int32 {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(descriptor, 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        XCTAssertEqual(bound, 0, "bind \(path)")
-        if listens {
-            XCTAssertEqual(listen(descriptor, 4), 0)
-            return descriptor
-        }
-        close(descriptor)
-        return -1
-    }
-
     /// Without a device named, a server that answers means the native output, found the same
-    /// way by the engine (for the player) and at process start (for the early load); a stale
+    /// way by the player's configuration and at process start (for the early load); a stale
     /// socket or no runtime folder means ALSA's default.
-    func testTheServerIsFoundWhereTheEngineLooks() throws {
+    func testTheServerIsFoundWhereThePlayerLooks() throws {
         let names = ["PULSE_SERVER", "PULSE_RUNTIME_PATH", "XDG_RUNTIME_DIR", "MUSICKIT_AUDIO_DEVICE"]
         let saved = names.map { getenv($0).map { String(cString: $0) } }
         defer {
@@ -81,10 +65,10 @@ final class EarlyLoadTests: XCTestCase {
             try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
         }
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let listening = [try unixSocket(at: root + "/pulse-runtime/native", listens: true),
-                         try unixSocket(at: root + "/xdg/pulse/native", listens: true)]
+        let listening = [try SystemPlayerWire.listen(at: root + "/pulse-runtime/native"),
+                         try SystemPlayerWire.listen(at: root + "/xdg/pulse/native")]
         defer { listening.forEach { close($0) } }
-        _ = try unixSocket(at: root + "/stale/pulse/native", listens: false)
+        close(try SystemPlayerWire.listen(at: root + "/stale/pulse/native"))  // the file a server that died leaves
 
         let cases: [(server: String?, runtime: String?, xdg: String?, answers: Bool)] = [
             ("tcp:somewhere", nil, nil, true),
@@ -110,22 +94,13 @@ final class EarlyLoadTests: XCTestCase {
     func testNothingIsLoadedWhenNothingPlaysHere() {
         for arguments in [["play", "--help"], ["play", "-h"], ["play", "--system", "song.flac"], ["play"],
                           ["next"], ["probe", "--device", "pulseaudio", "song.flac"], ["play", "--device"]] {
-            var storage = (["musickit"] + arguments).map { strdup($0) }
-            defer { storage.forEach { free($0) } }
-            let device = storage.withUnsafeMutableBufferPointer { argv in
-                musickit_early_play_device(Int32(argv.count), argv.baseAddress)
-            }
-            XCTAssertNil(device, "\(arguments)")
+            XCTAssertNil(withArgv(arguments) { musickit_early_play_device($0, $1) }, "\(arguments)")
         }
     }
 
     /// libpulse for a PulseAudio device (when installed), nothing for an ALSA device.
     func testOnlyAPulseAudioDeviceLoadsItsLibrary() throws {
-        func start(_ arguments: [String]) -> Int32 {
-            var storage = (["musickit"] + arguments).map { strdup($0) }
-            defer { storage.forEach { free($0) } }
-            return storage.withUnsafeMutableBufferPointer { argv in musickit_early_load_start(Int32(argv.count), argv.baseAddress) }
-        }
+        func start(_ arguments: [String]) -> Int32 { withArgv(arguments) { musickit_early_load_start($0, $1) } }
         XCTAssertEqual(start(["play", "--device", "hw:0", "song.flac"]), 0)
         XCTAssertEqual(start(["play", "--device", "default", "song.flac"]), 0)
         guard let installed = dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL) else {
