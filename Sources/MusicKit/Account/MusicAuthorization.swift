@@ -19,8 +19,10 @@ public struct MusicAuthorization: Sendable {
     }
 
     /// The app's current status, without asking.
-    public static var currentStatus: MusicAuthorization.Status {
-        let environment = MusicKitEnvironment.current
+    public static var currentStatus: MusicAuthorization.Status { status(in: .current) }
+
+    /// The app's status as `environment`'s stores say (or MUSICKIT_AUTHORIZATION).
+    static func status(in environment: MusicKitEnvironment) -> MusicAuthorization.Status {
         if let forced = ProcessEnvironment["MUSICKIT_AUTHORIZATION"].flatMap(Status.init(rawValue:)) {
             return forced
         }

@@ -42,12 +42,15 @@ public struct MusicSubscription: Equatable, Hashable, Sendable, CustomStringConv
 
     /// The current subscription. Throws `.permissionDenied` unless the app is authorized.
     public static var current: MusicSubscription {
-        get async throws {
-            guard MusicAuthorization.currentStatus == .authorized else { throw Error.permissionDenied }
-            let (account, problem) = AccountStore.load()
-            if let problem, problem.keptAt == nil { throw Error.unknown }
-            return MusicSubscription(account: account)
-        }
+        get async throws { try read(from: .current) }
+    }
+
+    /// What `current` is in `environment`, read now.
+    static func read(from environment: MusicKitEnvironment) throws(Error) -> MusicSubscription {
+        guard MusicAuthorization.status(in: environment) == .authorized else { throw .permissionDenied }
+        let (account, problem) = AccountStore.load(environment)
+        if let problem, problem.keptAt == nil { throw .unknown }
+        return MusicSubscription(account: account)
     }
 
     /// Every change of the subscription, also when another process changed the account:

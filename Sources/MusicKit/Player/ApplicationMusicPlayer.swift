@@ -316,17 +316,14 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
               let current = contents.entry(at: index) else { throw PlaybackError.emptyQueue }
         // Whether catalog content plays is decided here, for the session: the engine's threads
         // never read the account.
-        let catalogAccess: PlaybackServices.CatalogAccess
+        let catalogAccess: PlaybackServices.SessionCatalogAccess
         if PlaybackServices.isCatalogContent(current.resource) && current.unavailableReason == nil {
-            catalogAccess = try await services.catalogAccess()
-            guard catalogAccess == .allowed else { throw PlaybackError.subscriptionRequired(title: current.title) }
+            let access = try PlaybackServices.catalogAccess(in: .current)
+            guard access == .allowed else { throw PlaybackError.subscriptionRequired(title: current.title) }
+            catalogAccess = .decided(access)
         } else {
-            do {
-                catalogAccess = try await services.catalogAccess()
-            } catch {
-                // Library songs play without authorization; catalog entries later in the queue say why not.
-                catalogAccess = .denied(reason: "the app may not play it (\(error))")
-            }
+            // Library songs play without authorization; the account is read when a catalog entry comes.
+            catalogAccess = .whenNeeded(in: .current)
         }
         provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs)
         let startTime = control.withLock { control -> TimeInterval? in

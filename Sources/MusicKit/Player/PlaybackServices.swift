@@ -1,12 +1,13 @@
 import AudioEngine
 import Foundation
+import Synchronization
 
 /// Everything a player asks of the world outside its queue, in one place:
 ///
 /// - **containers**: how many tracks an album or a playlist has and a page of them (the catalog
 ///   database; tracks held as identifiers only are looked up with their storefront equivalents);
 /// - **sources**: which file an entry plays, or why it cannot (the rule that catalog content
-///   needs an authorized app and a subscription, decided once per session by `catalogAccess()`);
+///   needs an authorized app and a subscription, decided once per session: `SessionCatalogAccess`);
 /// - **history**: adding what was heard to the listening history (the player calls it from a
 ///   listener on its own events, off the engine's and the event threads).
 ///
@@ -89,10 +90,51 @@ final class PlaybackServices: Sendable {
         case denied(reason: String)
     }
 
-    /// What `MusicSubscription.current` says now. Throws what it throws (an app that is not
-    /// authorized: `MusicSubscription.Error.permissionDenied`).
-    func catalogAccess() async throws -> CatalogAccess {
-        let subscription = try await MusicSubscription.current
+    /// A session's access: decided when it starts (it starts on catalog content, which needs
+    /// it), or left to be decided when its first catalog entry comes — a session that starts on a
+    /// file or a library song reads no account before its first sound (~0.25 ms of a play
+    /// command's start), and one that never meets catalog content reads none at all.
+    final class SessionCatalogAccess: Sendable {
+        private let decided: Mutex<CatalogAccess?>
+        private let decide: @Sendable () -> CatalogAccess
+
+        private init(decided: CatalogAccess?, decide: @escaping @Sendable () -> CatalogAccess) {
+            self.decided = Mutex(decided)
+            self.decide = decide
+        }
+
+        static func decided(_ access: CatalogAccess) -> SessionCatalogAccess {
+            SessionCatalogAccess(decided: access) { access }
+        }
+
+        /// Decided from `environment`'s account the first time it is read: what
+        /// `catalogAccess(in:)` says, or why the app may not play catalog content.
+        static func whenNeeded(in environment: MusicKitEnvironment) -> SessionCatalogAccess {
+            SessionCatalogAccess(decided: nil) {
+                do {
+                    return try PlaybackServices.catalogAccess(in: environment)
+                } catch {
+                    // Library songs play without authorization; catalog entries say why they do not.
+                    return .denied(reason: "the app may not play it (\(error))")
+                }
+            }
+        }
+
+        /// The access, deciding it (once) when it was left for later.
+        var value: CatalogAccess {
+            decided.withLock { decided in
+                if let decided { return decided }
+                let access = decide()
+                decided = access
+                return access
+            }
+        }
+    }
+
+    /// What `MusicSubscription.current` says in `environment`, now. Throws what it throws (an
+    /// app that is not authorized: `MusicSubscription.Error.permissionDenied`).
+    static func catalogAccess(in environment: MusicKitEnvironment) throws -> CatalogAccess {
+        let subscription = try MusicSubscription.read(from: environment)
         return subscription.canPlayCatalogContent ? .allowed
             : .denied(reason: "this account cannot play it (no subscription: MusicSubscription.canPlayCatalogContent is false)")
     }
@@ -106,12 +148,12 @@ final class PlaybackServices: Sendable {
     /// The file an entry plays, or why it cannot. No store is read: `access` was decided when
     /// the session started. A preview on the network plays from the preview cache, its download
     /// started here when it is not there (`PreviewCache`).
-    static func source(of entry: MusicPlayer.Queue.Entry, catalogAccess access: CatalogAccess) -> AudioEntry.Source {
+    static func source(of entry: MusicPlayer.Queue.Entry, catalogAccess access: @autoclosure () -> CatalogAccess) -> AudioEntry.Source {
         if let reason = entry.unavailableReason { return .unplayable(reason: reason) }
         let resource = entry.resource
         if let path = resource.string("filePath") { return .file(path: path) }
         let title = resource.string("name").map { "“\($0)”" } ?? "catalog item \(resource.id)"
-        if case .denied(let reason) = access {
+        if case .denied(let reason) = access() {
             return .unplayable(reason: "\(title) is Apple Music catalog content and \(reason)")
         }
         guard let url = resource.previewAssets?.first?.url else {

@@ -45,8 +45,9 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         var started: Set<UInt64> = []
         var repeatMode: MusicPlayer.RepeatMode = .none
         var shuffles = false
-        /// Whether catalog content plays in this session (decided by the player when it starts).
-        var catalogAccess: PlaybackServices.CatalogAccess = .denied(reason: "the session has not started")
+        /// Whether catalog content plays in this session (decided by the player when it starts,
+        /// or when the first catalog entry comes).
+        var catalogAccess: PlaybackServices.SessionCatalogAccess = .decided(.denied(reason: "the session has not started"))
         /// Changes with everything that makes an answer decided earlier out of date.
         var generation: UInt64 = 0
     }
@@ -63,7 +64,7 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
     // MARK: - Control (player threads)
 
     /// A new engine session starts at `entryID`; catalog entries play as `catalogAccess` says.
-    func reset(startingAt entryID: String?, catalogAccess: PlaybackServices.CatalogAccess) {
+    func reset(startingAt entryID: String?, catalogAccess: PlaybackServices.SessionCatalogAccess) {
         state.withLock { state in
             state.generation += 1
             state.catalogAccess = catalogAccess
@@ -218,6 +219,10 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
                 (index, contents, role, generation) = (decidedIndex, decidedContents, decidedRole, decidedGeneration)
             }
             let entry = contents.entry(at: index)
+            if let entry, entry.unavailableReason == nil, PlaybackServices.isCatalogContent(entry.resource) {
+                // Decided here, outside the mutex, when the session left it for its first catalog entry.
+                _ = state.withLock { $0.catalogAccess }.value
+            }
             let issued: AudioEntry?? = state.withLock { state in
                 guard state.generation == generation else { return .none }  // decide again
                 if let earlier = answered(role, in: state) {  // another thread issued it meanwhile
@@ -298,7 +303,7 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         state.nextToken += 1
         if state.shuffles { state.shufflePlayed.insert(entry.id) }
         let audio = AudioEntry(token: .init(rawValue: token),
-                               source: PlaybackServices.source(of: entry, catalogAccess: state.catalogAccess),
+                               source: PlaybackServices.source(of: entry, catalogAccess: state.catalogAccess.value),
                                startTime: entry.startTime, endTime: entry.endTime)
         let issued = Issued(entry: entry, audio: audio, index: index)
         state.issued[token] = issued

@@ -233,13 +233,21 @@ extension MusicPlayer {
                  endTime: TimeInterval? = nil, isTransient: Bool = false, unavailableReason: String? = nil, id: String? = nil) {
                 serial = Entry.nextSerial.add(1, ordering: .relaxed).oldValue
                 // An entry another process made keeps that process's ID (the system player's).
-                self.id = id ?? String(format: "E%08llX", serial)
+                self.id = id ?? Entry.id(forSerial: serial)
                 self.resource = resource
                 self.container = container
                 self.startTime = startTime
                 self.endTime = endTime
                 self.isTransient = isTransient
                 self.unavailableReason = unavailableReason
+            }
+
+            /// "E" and the serial in hex, at least 8 digits ("E0000002A"). Not `String(format:)`,
+            /// which builds a locale and looks up the runtime's conformances for its arguments on
+            /// first use: the first entry is made before a play command's first sound.
+            static func id(forSerial serial: UInt64) -> String {
+                let digits = String(serial, radix: 16, uppercase: true)
+                return "E" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
             }
 
             /// An entry for an item, to insert into a queue.
@@ -372,8 +380,16 @@ final class QueueContents: @unchecked Sendable {
     /// An item as queue entries: a song or a video as one entry, an album or a playlist as its
     /// tracks (loaded lazily), a station as nothing (radio streams are not in this catalog).
     static func part(for item: any PlayableMusicItem) -> Part {
-        guard let backed = item as? any ResourceBackedItem else { return .nothing }
-        let resource = backed.resource
+        // A song first: casting to a type is a comparison, where the first cast to the protocol
+        // scans the runtime's conformance records (~0.1 ms, before a play command's first sound).
+        let resource: ResourceObject
+        if let song = item as? Song {
+            resource = song.resource
+        } else if let backed = item as? any ResourceBackedItem {
+            resource = backed.resource
+        } else {
+            return .nothing
+        }
         switch resource.type {
         case "albums", "playlists", "library-albums", "library-playlists":
             let source = PlaybackServices.tracks(of: resource)

@@ -186,7 +186,7 @@ final class QueueTests: XCTestCase {
         let queue = ApplicationMusicPlayer.Queue(items: [])
         queue.replaceContents(QueueContents(parts: [.segment(.entries(made)), .segment(.lazy(tracks, 0..<2))]))
         let provider = PlayerQueueProvider(queue: queue)
-        provider.reset(startingAt: made.last?.id, catalogAccess: .allowed)
+        provider.reset(startingAt: made.last?.id, catalogAccess: .decided(.allowed))
         let firstAnswer = try XCTUnwrap(provider.entry(after: nil))
         XCTAssertEqual(firstAnswer.path, "/music/m\(QueueContents.pageSize - 1).flac")
 
@@ -223,7 +223,7 @@ extension QueueTests {
         let queue = ApplicationMusicPlayer.Queue(items: [])
         queue.replaceContents(QueueContents(parts: [.segment(.entries(entries))]))
         let provider = PlayerQueueProvider(queue: queue)
-        provider.reset(startingAt: entries[0].id, catalogAccess: .allowed)
+        provider.reset(startingAt: entries[0].id, catalogAccess: .decided(.allowed))
         let first = try XCTUnwrap(provider.entry(after: nil))
         let second = try XCTUnwrap(provider.entry(after: first.token))
         _ = provider.started(first.token)
@@ -239,6 +239,45 @@ extension QueueTests {
         _ = provider.started(target.token)
         XCTAssertNil(provider.pendingJumpEntryID, "the jump is done when its target is heard")
         XCTAssertEqual(provider.entry(after: target.token)?.token, ahead.token)
+    }
+}
+
+extension QueueTests {
+    /// A session that starts on a file leaves the catalog access for its first catalog entry (no
+    /// account read before the first sound): the account as it is then decides, once.
+    func testASessionStartingOnAFileDecidesCatalogAccessAtItsFirstCatalogEntry() throws {
+        try authorizeTestApp()
+        try setAccount { $0.isSubscribed = true }
+        let file = MusicPlayer.Queue.Entry(resource: ResourceObject(id: "f0", type: "library-songs",
+                                                                    attributes: ["filePath": .string("/music/f0.flac")]))
+        let catalog = (1...2).map { index in
+            MusicPlayer.Queue.Entry(resource: ResourceObject(id: "c\(index)", type: "songs", attributes: ["name": .string("C\(index)")]))
+        }
+        let queue = ApplicationMusicPlayer.Queue(items: [])
+        queue.replaceContents(QueueContents(parts: [.segment(.entries([file] + catalog))]))
+        let provider = PlayerQueueProvider(queue: queue)
+        let access = PlaybackServices.SessionCatalogAccess.whenNeeded(in: .current)
+        provider.reset(startingAt: file.id, catalogAccess: access)
+        let first = try XCTUnwrap(provider.entry(after: nil))
+        XCTAssertEqual(first.path, "/music/f0.flac")
+
+        try setAccount { $0.isSubscribed = false }  // after the session started, before its first catalog entry
+        let second = try XCTUnwrap(provider.entry(after: first.token))
+        guard case .unplayable(let reason) = second.source else { return XCTFail("\(second.source)") }
+        XCTAssertTrue(reason.contains("no subscription"), reason)
+
+        try setAccount { $0.isSubscribed = true }  // decided once per session
+        XCTAssertEqual(access.value, .denied(reason: "this account cannot play it (no subscription: "
+                                             + "MusicSubscription.canPlayCatalogContent is false)"))
+        let third = try XCTUnwrap(provider.entry(after: second.token))
+        guard case .unplayable(let thirdReason) = third.source else { return XCTFail("\(third.source)") }
+        XCTAssertTrue(thirdReason.contains("no subscription"), thirdReason)
+    }
+
+    func testEntryIDsAreTheSerialInHexWithAtLeastEightDigits() {
+        XCTAssertEqual(MusicPlayer.Queue.Entry.id(forSerial: 0x2A), "E0000002A")
+        XCTAssertEqual(MusicPlayer.Queue.Entry.id(forSerial: 0xFFFF_FFFF), "EFFFFFFFF")
+        XCTAssertEqual(MusicPlayer.Queue.Entry.id(forSerial: 0x1_2345_6789), "E123456789")
     }
 }
 
