@@ -36,24 +36,24 @@ struct PeerBenchmarks {
 
     /// `runs` starts of `executable` with the arguments `arguments` gives for each, checked
     /// at the monitor against `track` from its first frame.
-    func commandStarts(_ executable: URL, track: [Int16], _ arguments: () -> [String]) -> [StartCheck] {
-        interleavedStarts([executable], track: track, arguments)[0]
+    func commandStarts(_ executable: URL, track: [Int16], _ arguments: @escaping () -> [String]) -> [StartCheck] {
+        interleavedStarts([(executable, arguments)], track: track)[0]
     }
 
-    /// `runs` starts of each of `executables`, in turn run by run (so that a slow minute of the
-    /// machine falls on all of them), each checked at the monitor; the checks per executable.
-    func interleavedStarts(_ executables: [URL], track: [Int16], _ arguments: () -> [String]) -> [[StartCheck]] {
-        var checks = executables.map { _ in [StartCheck]() }
+    /// `runs` starts of each command, in turn run by run (so that a slow minute of the machine
+    /// falls on all of them), each checked at the monitor; the checks per command, run by run.
+    func interleavedStarts(_ commands: [(executable: URL, arguments: () -> [String])], track: [Int16]) -> [[StartCheck]] {
+        var checks = commands.map { _ in [StartCheck]() }
         for _ in 0..<runs {
-            for (index, executable) in executables.enumerated() {
+            for (index, command) in commands.enumerated() {
                 let process = Process()
-                process.executableURL = executable
-                process.arguments = arguments()
+                process.executableURL = command.executable
+                process.arguments = command.arguments()
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
                 process.standardInput = FileHandle.nullDevice
                 let start = monotonicNanoseconds()
-                do { try process.run() } catch { progress("\(executable.lastPathComponent): \(error)"); return checks }
+                do { try process.run() } catch { progress("\(command.executable.lastPathComponent): \(error)"); return checks }
                 checks[index].append(recorder.checkStart(since: start, call: start, track: track, timeout: 3))
                 process.terminate()
                 process.waitUntilExit()
@@ -61,16 +61,6 @@ struct PeerBenchmarks {
             }
         }
         return checks
-    }
-
-    /// The tool's row, and with another build the same row for it, started in turn.
-    private func musickitRows(_ name: String, _ arguments: [String], floor: Int, note: String) {
-        let builds = [musickit] + (otherMusickit.map { [$0] } ?? [])
-        let checks = interleavedStarts(builds, track: fixtures.sweepSamples) { arguments }
-        report.add(Row(name, starts: checks[0], landingFloor: floor, note: note))
-        if checks.count > 1 {
-            report.add(Row(name + " [other build]", starts: checks[1], landingFloor: floor, note: "MUSICKIT_BENCH_CLI_OTHER"))
-        }
     }
 
     /// The floor below which the monitor cannot tell a start from frame 0: one block of the
@@ -84,35 +74,62 @@ struct PeerBenchmarks {
         return (max(landings.max() ?? 0, recorder.blockFrames), checks)
     }
 
+    /// Process start -> sound for the tool (each way it can reach the sink; and another build's,
+    /// MUSICKIT_BENCH_CLI_OTHER), `aplay` and `mpv`, all started in turn run by run: issue #8 asks
+    /// for `musickit play FILE` at or below `aplay` in the same run, and rows measured one after
+    /// the other minutes apart differed by more than that (the same binary: 7.4–10.4 ms). The
+    /// last row compares them round by round.
     func commandLineTTFA(floor: Int, control: [StartCheck]) {
+        var rows: [(name: String, executable: URL, arguments: [String], note: String)] = []
+        let builds = [(musickit, "")] + (otherMusickit.map { [($0, " [other build]")] } ?? [])
+        func musickitRow(_ name: String, _ arguments: [String], note: String) {
+            for (build, suffix) in builds {
+                rows.append((name + suffix, build, arguments, suffix.isEmpty ? note : "MUSICKIT_BENCH_CLI_OTHER"))
+            }
+        }
         // `musickit play FILE` as typed: no device named. With the test server answering (its only
         // sink is the one recorded), that is the server natively, its default sink.
+        let asTyped = "musickit play FILE (CLI, its default device) TTFA: process start -> sound"
         if nativeDevice != nil, AudioEngineConfiguration.automaticDeviceName == "pulseaudio",
            getenv("MUSICKIT_AUDIO_DEVICE") == nil {
-            musickitRows("musickit play FILE (CLI, its default device) TTFA: process start -> sound",
-                         ["play", "--no-ui", fixtures.sweep.path], floor: floor,
-                         note: "includes process start-up; no --device: a PulseAudio server answers, so the native output")
+            musickitRow(asTyped, ["play", "--no-ui", fixtures.sweep.path],
+                        note: "includes process start-up; no --device: a PulseAudio server answers, so the native output")
         }
-        musickitRows("musickit play (CLI) TTFA: process start -> sound", ["play", "--no-ui", "--device", device, fixtures.sweep.path],
-                     floor: floor, note: "includes process start-up; ALSA pulse plugin, same device as aplay")
+        musickitRow("musickit play (CLI) TTFA: process start -> sound", ["play", "--no-ui", "--device", device, fixtures.sweep.path],
+                    note: "includes process start-up; ALSA pulse plugin, same device as aplay")
         if let nativeDevice {
-            musickitRows("musickit play --device pulseaudio (CLI) TTFA: process start -> sound",
-                         ["play", "--no-ui", "--device", nativeDevice, fixtures.sweep.path], floor: floor,
-                         note: "includes process start-up; the engine's native PulseAudio output, same sink")
+            musickitRow("musickit play --device pulseaudio (CLI) TTFA: process start -> sound",
+                        ["play", "--no-ui", "--device", nativeDevice, fixtures.sweep.path],
+                        note: "includes process start-up; the engine's native PulseAudio output, same sink")
         }
+        let aplayName = "aplay TTFA: process start -> sound"
         if let aplay = Self.installed("aplay") {
-            report.add(Row("aplay TTFA: process start -> sound", starts: commandStarts(
-                aplay, ["-q", "-D", device, fixtures.sweep.path]), landingFloor: floor,
-                note: "ALSA pulse plugin, same device"))
+            rows.append((aplayName, aplay, ["-q", "-D", device, fixtures.sweep.path], "ALSA pulse plugin, same device"))
+        }
+        if let mpv = Self.installed("mpv") {
+            rows.append(("mpv TTFA: process start -> sound", mpv,
+                         ["--no-config", "--no-video", "--really-quiet", "--ao=alsa", "--audio-device=alsa/\(device)",
+                          fixtures.sweep.path], "same ALSA device"))
+        }
+        let checks = interleavedStarts(rows.map { row in (row.executable, { row.arguments }) }, track: fixtures.sweepSamples)
+        for (row, starts) in zip(rows, checks) {
+            report.add(Row(row.name, starts: starts, landingFloor: floor, note: row.note + "; started in turn with the others"))
         }
         if !control.isEmpty {
             report.add(Row("paplay TTFA: process start -> sound", starts: control, landingFloor: floor,
                            note: "native PulseAudio client; the control: its largest landing frame is the floor"))
         }
-        if let mpv = Self.installed("mpv") {
-            report.add(Row("mpv TTFA: process start -> sound", starts: commandStarts(
-                mpv, ["--no-config", "--no-video", "--really-quiet", "--ao=alsa", "--audio-device=alsa/\(device)",
-                      fixtures.sweep.path]), landingFloor: floor, note: "same ALSA device"))
+        // Round by round: the tool as typed (else through the plugin) against aplay in the same round.
+        let tool = rows.firstIndex { $0.name == asTyped } ?? rows.firstIndex { $0.executable == musickit }
+        if let tool, let aplayIndex = rows.firstIndex(where: { $0.name == aplayName }) {
+            let ratios = zip(checks[tool], checks[aplayIndex]).compactMap { mine, theirs -> Double? in
+                guard mine.isIntact(landingFloor: floor), theirs.isIntact(landingFloor: floor),
+                      let mine = mine.milliseconds, let theirs = theirs.milliseconds, theirs > 0 else { return nil }
+                return mine / theirs
+            }
+            let name = rows[tool].name.components(separatedBy: " TTFA").first ?? "musickit play"
+            report.add(Row("\(name) ÷ aplay, same round", unit: "×", values: ratios,
+                           note: "per round, both starts intact; at or below 1.0 is issue #8's item 4"))
         }
     }
 
