@@ -81,7 +81,8 @@ public final class AudioEngine: Sendable {
     public static func warmUpDevice(_ configuration: AudioEngineConfiguration, sampleRate: Int = 44_100,
                                     forFileAt path: String? = nil) {
         Task {}
-        WarmDevice.begin(name: configuration.deviceName, request: configuration.pcmRequest(sampleRate: configuration.sampleRate ?? sampleRate)) {
+        WarmDevice.begin(name: configuration.deviceName, fallback: configuration.fallbackDeviceName,
+                         request: configuration.pcmRequest(sampleRate: configuration.sampleRate ?? sampleRate)) {
             if let path { AudioFileDecoder.loadLibrary(forFileAt: path) }
         }
     }
@@ -252,7 +253,7 @@ public final class AudioEngine: Sendable {
         timings.prepare = shared.lastPrepare.load(ordering: .relaxed)
         timings.write = shared.lastStartWrite.load(ordering: .relaxed)
         timings.start = shared.lastStart.load(ordering: .relaxed)
-        return AudioEngineStatistics(device: session.device.configuration,
+        return AudioEngineStatistics(device: session.device.configuration, deviceName: session.device.name,
                                      isRealtime: shared.isRealtime.load(ordering: .relaxed),
                                      underruns: shared.underruns.load(ordering: .relaxed),
                                      underrunSilenceFrames: shared.underrunSilenceFrames.load(ordering: .relaxed),
@@ -382,11 +383,23 @@ final class EngineSession: @unchecked Sendable {
         let sampleRate = configuration.sampleRate ?? firstFile.info.sampleRate
         let channelCount = configuration.channelCount
         let request = configuration.pcmRequest(sampleRate: sampleRate)
-        if let warm = WarmDevice.take(name: configuration.deviceName, request: request) {
+        // The queues between the threads first: made while a warmed-up device may still be opening.
+        let ring = RingBuffer<Float>.make(capacity: configuration.ringCapacityInFrames * channelCount)
+        let markers = RingBuffer<SegmentMarker>.make(capacity: 1024)
+        let commandQueue = RingBuffer<AudioCommand>.make(capacity: 256)
+        let requests = RingBuffer<DecoderRequest>.make(capacity: 256)
+        let events = RingBuffer<AudioThreadEvent>.make(capacity: 1024)
+        let slots = (0..<2).map { _ in
+            PrerollSlot(capacityInFrames: configuration.prerollSizeInFrames, channelCount: channelCount)
+        }
+        commands = Mutex(commandQueue.producer)
+        prerollSlots = slots
+
+        if let warm = WarmDevice.take(name: configuration.deviceName, fallback: configuration.fallbackDeviceName, request: request) {
             device = warm
         } else {
             do {
-                device = try PCMDevice(name: configuration.deviceName, request: request)
+                device = try PCMDevice.open(configuration.deviceName, fallback: configuration.fallbackDeviceName, request: request)
             } catch {
                 throw .device(error)
             }
@@ -402,17 +415,6 @@ final class EngineSession: @unchecked Sendable {
             throw .nothingPlayable(failures.map(\.1) + [error])
         }
 
-        let ring = RingBuffer<Float>.make(capacity: configuration.ringCapacityInFrames * channelCount)
-        let markers = RingBuffer<SegmentMarker>.make(capacity: 1024)
-        let commandQueue = RingBuffer<AudioCommand>.make(capacity: 256)
-        let requests = RingBuffer<DecoderRequest>.make(capacity: 256)
-        let events = RingBuffer<AudioThreadEvent>.make(capacity: 1024)
-        let slots = (0..<2).map { _ in
-            PrerollSlot(capacityInFrames: configuration.prerollSizeInFrames, channelCount: channelCount)
-        }
-        commands = Mutex(commandQueue.producer)
-        prerollSlots = slots
-
         let renderer = Handoff(AudioRenderer(
             ring: ring.consumer, markers: markers.consumer, commands: commandQueue.consumer,
             events: events.producer, requests: requests.producer, prerollSlots: slots, device: device,
@@ -422,7 +424,7 @@ final class EngineSession: @unchecked Sendable {
         let decoderLoop = Handoff(DecoderLoop(
             ring: ring.producer, markers: markers.producer, requests: requests.consumer,
             audioEvents: events.consumer, prerollSlots: slots, provider: provider, wake: decoderWake,
-            audioWake: audioWake, shared: shared, control: decoderControl, deviceName: configuration.deviceName,
+            audioWake: audioWake, shared: shared, control: decoderControl, deviceName: device.name,
             streamRate: streamRate, channelCount: channelCount, chunkFrames: configuration.decodeChunkInFrames,
             crossingLeadFrames: max(configuration.prerollSizeInFrames, 4 * device.configuration.bufferSizeInFrames),
             first: first, firstEntryFrame: firstEntryFrame, deliver: { [weak self] event in

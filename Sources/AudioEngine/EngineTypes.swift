@@ -149,6 +149,10 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     /// `file:FILE=/tmp/out.raw,FORMAT=raw`, `null`, ...; or `pulseaudio` / `pulseaudio:SINK`: a
     /// stream on the PulseAudio (or PipeWire) server through libpulse, without ALSA.
     public var deviceName: String = "default"
+    /// The device to open instead when `deviceName` cannot be opened; nil (the default): the
+    /// error is reported. The automatic choice (`pulseaudio` when a server's socket is there)
+    /// falls back to ALSA's `default`, as desktop players go from one output to the next.
+    public var fallbackDeviceName: String?
     /// The stream's rate; nil takes the first entry's rate. Entries at another rate are converted.
     public var sampleRate: Int?
     /// Channels of the stream; mono entries are duplicated, wider ones mixed down.
@@ -212,6 +216,8 @@ extension AudioEngineConfiguration {
 public struct AudioEngineStatistics: Sendable, Equatable {
     /// What the device agreed to; nil when no stream is open.
     public var device: PCMConfiguration?
+    /// The device the stream is open on: the configuration's, or its fallback.
+    public var deviceName: String?
     /// Whether the audio thread runs with SCHED_FIFO.
     public var isRealtime: Bool
     /// Times the decoder was late and silence was written instead (each run of silence once).

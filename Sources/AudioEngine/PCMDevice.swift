@@ -44,6 +44,17 @@ final class PCMDevice: @unchecked Sendable {
         }
     }
 
+    /// Opens `name`, or `fallback` when `name` cannot be opened and there is one; when neither
+    /// opens, `name`'s error.
+    static func open(_ name: String, fallback: String?, request: PCMRequest) throws(ALSAError) -> PCMDevice {
+        do {
+            return try PCMDevice(name: name, request: request)
+        } catch {
+            guard let fallback, fallback != name, let device = try? PCMDevice(name: fallback, request: request) else { throw error }
+            return device
+        }
+    }
+
     /// Where the sound server is looked for, for messages about a server that did not answer.
     static var pulseServerSetting: String {
         getenv("PULSE_SERVER").map { "PULSE_SERVER is \(String(cString: $0))" } ?? "PULSE_SERVER is not set"

@@ -12,12 +12,14 @@ enum WarmDevice {
     private final class Pending: @unchecked Sendable {
         // @unchecked: `result` is written once under `condition`, then only read under it.
         let name: String
+        let fallback: String?
         let request: PCMRequest
         let condition = NSCondition()
         var result: Result<PCMDevice, ALSAError>?
 
-        init(name: String, request: PCMRequest) {
+        init(name: String, fallback: String?, request: PCMRequest) {
             self.name = name
+            self.fallback = fallback
             self.request = request
         }
     }
@@ -26,15 +28,16 @@ enum WarmDevice {
     /// How many engines started on a warmed-up device (for the tests).
     static let taken = Atomic<Int>(0)
 
-    /// Starts opening `name` for `request` on a thread of its own, after `first` has run there.
-    static func begin(name: String, request: PCMRequest, first: @escaping @Sendable () -> Void = {}) {
-        let opening = Pending(name: name, request: request)
+    /// Starts opening `name` (or `fallback`, when `name` does not open) for `request` on a thread
+    /// of its own, after `first` has run there.
+    static func begin(name: String, fallback: String? = nil, request: PCMRequest, first: @escaping @Sendable () -> Void = {}) {
+        let opening = Pending(name: name, fallback: fallback, request: request)
         pending.withLock { $0 = opening }
         // A plain pthread, started on another CPU than the caller's, which goes on with its own
         // start-up work: on the caller's CPU it would wait for the scheduler to move it.
         EngineThread(name: "musickit-warm", startsOnAnotherCPU: true) {
             first()
-            let result = Result { () throws(ALSAError) in try PCMDevice(name: name, request: request) }
+            let result = Result { () throws(ALSAError) in try PCMDevice.open(name, fallback: fallback, request: request) }
             opening.condition.lock()
             opening.result = result
             opening.condition.broadcast()
@@ -42,9 +45,10 @@ enum WarmDevice {
         }.detach()
     }
 
-    /// The warmed-up device, when one was opened for `name` and `request` (waiting for its open
-    /// to finish); nil otherwise, and a device warmed up for something else is closed.
-    static func take(name: String, request: PCMRequest) -> PCMDevice? {
+    /// The warmed-up device, when one was opened for `name` (with `fallback`) and `request`
+    /// (waiting for its open to finish); nil otherwise, and a device warmed up for something
+    /// else is closed.
+    static func take(name: String, fallback: String? = nil, request: PCMRequest) -> PCMDevice? {
         guard let opening = pending.withLock({ pending in defer { pending = nil }; return pending }) else { return nil }
         opening.condition.lock()
         while opening.result == nil { opening.condition.wait() }
@@ -52,7 +56,7 @@ enum WarmDevice {
         opening.result = nil
         opening.condition.unlock()
         // Failed, or another device: the engine opens its own (and reports its own error).
-        guard opening.name == name, opening.request == request, case .success(let device)? = result else { return nil }
+        guard opening.name == name, opening.fallback == fallback, opening.request == request, case .success(let device)? = result else { return nil }
         taken.add(1, ordering: .relaxed)
         return device
     }

@@ -8,7 +8,7 @@
 // loaded here, before the Swift runtime starts, alone; the engine's own dlopen then finds it
 // loaded. Only libpulse: an ALSA device's library depends on its configuration (a plugin, a
 // card), which only ALSA reads. With no device named, the play command's is the server natively
-// when one answers (AudioEngineConfiguration.automaticDeviceName), found here the same way.
+// when its socket is there (AudioEngineConfiguration.automaticDeviceName), found here the same way.
 // MUSICKIT_NO_EARLY_LOAD=1 turns it off (for comparisons).
 #include "EarlyRequest.h"
 
@@ -16,24 +16,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-int musickit_early_pulse_server_answers(void) {
+int musickit_early_pulse_server_found(void) {
     if (musickit_early_variable("PULSE_SERVER")) return 1;
-    struct sockaddr_un address = {.sun_family = AF_UNIX};
     const char *runtime = musickit_early_variable("PULSE_RUNTIME_PATH");
     const char *xdg = musickit_early_variable("XDG_RUNTIME_DIR");
-    int length = runtime ? snprintf(address.sun_path, sizeof address.sun_path, "%s/native", runtime)
-               : xdg     ? snprintf(address.sun_path, sizeof address.sun_path, "%s/pulse/native", xdg)
+    char path[sizeof ((struct sockaddr_un *)0)->sun_path];
+    int length = runtime ? snprintf(path, sizeof path, "%s/native", runtime)
+               : xdg     ? snprintf(path, sizeof path, "%s/pulse/native", xdg)
                          : -1;
-    if (length < 0 || (size_t)length >= sizeof address.sun_path) return 0;
-    int descriptor = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (descriptor < 0) return 0;
-    int connected = connect(descriptor, (struct sockaddr *)&address, sizeof address) == 0;
-    close(descriptor);
-    return connected;
+    if (length < 0 || (size_t)length >= sizeof path) return 0;
+    struct stat status;
+    return stat(path, &status) == 0 && S_ISSOCK(status.st_mode);
 }
 
 const char *musickit_early_play_device(int argc, char **argv) {
@@ -56,7 +53,7 @@ const char *musickit_early_play_device(int argc, char **argv) {
         }
     }
     if (!device) device = musickit_early_variable("MUSICKIT_AUDIO_DEVICE");
-    if (!device) device = musickit_early_pulse_server_answers() ? "pulseaudio" : "default";
+    if (!device) device = musickit_early_pulse_server_found() ? "pulseaudio" : "default";
     return device;
 }
 

@@ -9,7 +9,7 @@ enum PlayCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--device", valueName: "NAME",
                         help: "ALSA device (`aplay -L`) or pulseaudio[:SINK] (default: $MUSICKIT_AUDIO_DEVICE, else "
-                            + "pulseaudio when a PulseAudio or PipeWire server answers, else ALSA's default)"),
+                            + "pulseaudio when a PulseAudio or PipeWire server is there, falling back to ALSA's default)"),
                   .init(name: "--repeat", valueName: "none|one|all", help: "repeat mode to start with (default none)"),
                   .init(name: "--crossfade", valueName: "SECONDS", help: "overlap entries by 1-12 s, fading (default: gapless)")],
         flags: [.init(name: "--shuffle", help: "shuffle the songs"),
@@ -71,7 +71,10 @@ enum PlayCommand {
             transition = .crossfade(duration: seconds)
         }
         var engineConfiguration = ApplicationMusicPlayer.defaultEngineConfiguration
-        if let device = parsed.option("--device") { engineConfiguration.deviceName = device }
+        if let device = parsed.option("--device") {
+            engineConfiguration.deviceName = device
+            engineConfiguration.fallbackDeviceName = nil  // the device asked for, or its error
+        }
         let files = parsed.positionals.filter(PlayResolution.isFile)
         // The device opens (~4 ms through a sound server) while the rest gets ready.
         if !parsed.has("--system") { AudioEngine.warmUpDevice(engineConfiguration, forFileAt: files.first) }
@@ -400,7 +403,7 @@ final class PlayerSession: @unchecked Sendable {
     private func printHeader() {
         let statistics = player.engineStatistics
         guard let device = statistics.device else { return }
-        print(line: "playing on '\(player.engineConfiguration.deviceName)' "
+        print(line: "playing on '\(statistics.deviceName ?? player.engineConfiguration.deviceName)' "
             + "(\(device.sampleRate) Hz, \(device.channelCount) ch, \(device.sampleFormat.rawValue), "
             + "period \(device.periodSizeInFrames), buffer \(device.bufferSizeInFrames) frames"
             + "\(statistics.isRealtime ? ", real-time thread" : ""))")

@@ -30,9 +30,9 @@ let usage = """
     The system music player's daemon: plays what SystemMusicPlayer, `musickit play --system` and
     `musickit pause|next|...` ask, and keeps playing when they are gone. One per user; it listens
     on $XDG_RUNTIME_DIR/musickit/player.sock (MUSICKIT_RUNTIME_DIR overrides), plays on the
-    PulseAudio or PipeWire server (natively) when one answers, else on ALSA's default device
-    (MUSICKIT_AUDIO_DEVICE overrides both), and keeps its queue and position in
-    $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it exits on
+    PulseAudio or PipeWire server (natively) when one is there, else (or when it does not answer)
+    on ALSA's default device (MUSICKIT_AUDIO_DEVICE overrides both), and keeps its queue and
+    position in $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it exits on
     SIGTERM or `musickit daemon stop`.
 
     It also speaks MPD's protocol on mpd.sock beside its socket, and, with --mpd-port PORT (or

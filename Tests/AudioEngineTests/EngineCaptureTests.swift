@@ -118,6 +118,38 @@ final class EngineCaptureTests: XCTestCase {
         XCTAssertEqual(ranOn.withLock { $0 }, "musickit-warm")
     }
 
+    /// A device that does not open gives way to the configuration's fallback (the automatic
+    /// choice: a server's socket was there, but nothing answered), warmed up or not; the
+    /// statistics name the device the stream is open on.
+    func testADeviceThatDoesNotOpenGivesWayToTheFallback() throws {
+        let signal = TestSignal.sweep(frames: 20_000)
+        let paths = try album(signal, cuts: [])
+        var configuration = captureConfiguration(captureURL)
+        let capture = configuration.deviceName
+        configuration.fallbackDeviceName = capture
+        configuration.deviceName = "hw:99,0"  // a card no machine has
+        for warmedUp in [false, true] {
+            let taken = WarmDevice.taken.load(ordering: .relaxed)
+            if warmedUp { AudioEngine.warmUpDevice(configuration) }
+            let engine = AudioEngine(configuration: configuration)
+            let recorder = EventRecorder(engine)
+            engine.setQueue(AudioEntryList(paths: paths))
+            try engine.play()
+            XCTAssertEqual(engine.statistics.deviceName, capture, "warmed up: \(warmedUp)")
+            recorder.waitForQueueFinished()
+            engine.stop()
+            assertCapture(try readCapture(captureURL), equals: pcm16(signal))
+            XCTAssertEqual(WarmDevice.taken.load(ordering: .relaxed), taken + (warmedUp ? 1 : 0))
+        }
+        configuration.fallbackDeviceName = nil
+        let engine = AudioEngine(configuration: configuration)
+        engine.setQueue(AudioEntryList(paths: paths))
+        XCTAssertThrowsError(try engine.play(), "without a fallback, the device's error") { error in
+            guard case .device(let device)? = error as? AudioEngineError else { return XCTFail("\(error)") }
+            XCTAssertEqual(device.device, "hw:99,0")
+        }
+    }
+
     /// With a crossfade, the end of one entry and the start of the next overlap: the old fades
     /// out while the new fades in (equal power); outside the overlap both are bit-exact.
     func testACrossfadeOverlapsTheEndOfAnEntryWithTheStartOfTheNext() throws {

@@ -49,9 +49,9 @@ final class EarlyLoadTests: XCTestCase {
         }
     }
 
-    /// Without a device named, a server that answers means the native output, found the same
-    /// way by the player's configuration and at process start (for the early load); a stale
-    /// socket or no runtime folder means ALSA's default.
+    /// Without a device named, a server's socket means the native output (falling back to ALSA's
+    /// default if it does not answer), found the same way by the player's configuration and at
+    /// process start (for the early load); no socket or no runtime folder means ALSA's default.
     func testTheServerIsFoundWhereThePlayerLooks() throws {
         let names = ["PULSE_SERVER", "PULSE_RUNTIME_PATH", "XDG_RUNTIME_DIR", "MUSICKIT_AUDIO_DEVICE"]
         let saved = names.map { getenv($0).map { String(cString: $0) } }
@@ -70,12 +70,15 @@ final class EarlyLoadTests: XCTestCase {
         defer { listening.forEach { close($0) } }
         close(try SystemPlayerWire.listen(at: root + "/stale/pulse/native"))  // the file a server that died leaves
 
+        try FileManager.default.createDirectory(atPath: root + "/plain", withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: root + "/plain/native", contents: Data())  // not a socket
         let cases: [(server: String?, runtime: String?, xdg: String?, answers: Bool)] = [
             ("tcp:somewhere", nil, nil, true),
-            (nil, root + "/pulse-runtime", root + "/stale", true),
+            (nil, root + "/pulse-runtime", root + "/xdg", true),
             ("", nil, root + "/xdg", true),
-            (nil, nil, root + "/stale", false),
+            (nil, nil, root + "/stale", true),  // a socket, answering or not (the engine falls back then)
             (nil, root + "/xdg", root + "/xdg", false),  // PULSE_RUNTIME_PATH wins: no socket there
+            (nil, root + "/plain", nil, false),
             (nil, nil, nil, false),
         ]
         unsetenv("MUSICKIT_AUDIO_DEVICE")
@@ -85,7 +88,8 @@ final class EarlyLoadTests: XCTestCase {
             }
             let label = "PULSE_SERVER=\(server ?? "unset") PULSE_RUNTIME_PATH=\(runtime ?? "unset") XDG_RUNTIME_DIR=\(xdg ?? "unset")"
             XCTAssertEqual(AudioEngineConfiguration.automaticDeviceName, answers ? "pulseaudio" : "default", label)
-            XCTAssertEqual(musickit_early_pulse_server_answers(), answers ? 1 : 0, label)
+            XCTAssertEqual(ApplicationMusicPlayer.defaultEngineConfiguration.fallbackDeviceName, answers ? "default" : nil, label)
+            XCTAssertEqual(musickit_early_pulse_server_found(), answers ? 1 : 0, label)
             XCTAssertEqual(earlyDevice(["song.flac"]), try playDevice(["song.flac"]), label)
         }
     }

@@ -35,14 +35,14 @@ const char *musickit_early_variable(const char *name);
 
 /// The device `musickit play` will play on when `argv` is a play command that plays here (not
 /// with --system, not asking for help): its --device, else MUSICKIT_AUDIO_DEVICE, else
-/// "pulseaudio" when a PulseAudio server answers, else "default". NULL for anything else.
+/// "pulseaudio" when a PulseAudio server is there, else "default". NULL for anything else.
 /// See EarlyLoad.c.
 const char *musickit_early_play_device(int argc, char **argv);
 
-/// Whether a PulseAudio (or PipeWire) server answers, looked for as
-/// AudioEngineConfiguration.automaticDeviceName looks: PULSE_SERVER set, or a socket accepting
-/// connections at $PULSE_RUNTIME_PATH/native, else $XDG_RUNTIME_DIR/pulse/native.
-int musickit_early_pulse_server_answers(void);
+/// Whether a PulseAudio (or PipeWire) server is there, looked for as
+/// AudioEngineConfiguration.automaticDeviceName looks: PULSE_SERVER set, or a socket at
+/// $PULSE_RUNTIME_PATH/native, else $XDG_RUNTIME_DIR/pulse/native.
+int musickit_early_pulse_server_found(void);
 
 /// What the process-start hook of EarlyLoad.c does: for `musickit play` on a PulseAudio device
 /// (`pulseaudio`, `pulseaudio:SINK`), loads libpulse before the Swift runtime starts. 1 when

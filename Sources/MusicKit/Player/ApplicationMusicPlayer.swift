@@ -5,16 +5,18 @@ import Synchronization
 extension AudioEngineConfiguration {
     /// The device to play on when none is named (`ApplicationMusicPlayer`, `musickit play`,
     /// musickitd): `pulseaudio` — the PulseAudio or PipeWire server through libpulse, without
-    /// ALSA — when a server answers, as desktop players (mpv, MPD) choose; else ALSA's `default`.
+    /// ALSA — when a server is there, as desktop players (mpv, MPD) choose; else ALSA's `default`.
     /// The server is the same either way where ALSA's default is its pulse plugin; the native
     /// stream skips the plugin's layers (and its start: Benchmarks/RESULTS.md). (Linux addition)
     ///
-    /// A server answers when `PULSE_SERVER` is set (libpulse connects where it says), or when a
-    /// socket accepts a connection where libpulse looks, `$PULSE_RUNTIME_PATH/native`, else
-    /// `$XDG_RUNTIME_DIR/pulse/native` (a stale socket left by a server that died does not); found
-    /// without loading libpulse. A server named only in client.conf or on the X11 root window is
-    /// not seen: ALSA's `default` reaches it through the pulse plugin.
-    /// Sources/CEarlyRequest/EarlyLoad.c looks the same way (a test compares the two).
+    /// A server is there when `PULSE_SERVER` is set (libpulse connects where it says), or when
+    /// its socket is where libpulse looks, `$PULSE_RUNTIME_PATH/native`, else
+    /// `$XDG_RUNTIME_DIR/pulse/native`: one `stat`, no connection (each connection is work for
+    /// the server while the player starts) and no libpulse. A socket a server that died left
+    /// behind does not answer: `automatic` falls back to ALSA's `default` then. A server named
+    /// only in client.conf or on the X11 root window is not seen: ALSA's `default` reaches it
+    /// through the pulse plugin. Sources/CEarlyRequest/EarlyLoad.c looks the same way (a test
+    /// compares the two).
     public static var automaticDeviceName: String {
         if ProcessEnvironment.nonEmpty("PULSE_SERVER") != nil { return "pulseaudio" }
         let socket: String
@@ -25,9 +27,16 @@ extension AudioEngineConfiguration {
         } else {
             return "default"
         }
-        guard let connected = try? SystemPlayerWire.connect(to: socket) else { return "default" }
-        close(connected)
-        return "pulseaudio"
+        var status = stat()
+        return stat(socket, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK ? "pulseaudio" : "default"
+    }
+
+    /// `automaticDeviceName`, falling back to ALSA's `default` when the server does not answer
+    /// (or libpulse is missing). (Linux addition)
+    public static var automatic: AudioEngineConfiguration {
+        var configuration = AudioEngineConfiguration(deviceName: automaticDeviceName)
+        if configuration.deviceName != "default" { configuration.fallbackDeviceName = "default" }
+        return configuration
     }
 }
 
@@ -50,7 +59,7 @@ extension AudioEngineConfiguration {
 /// Linux additions: `engineConfiguration` (the ALSA device, buffer sizes), `events()` (entries
 /// that could not play, the end of the queue, a lost device) and `init(engineConfiguration:)`
 /// for players besides `shared`. `MUSICKIT_AUDIO_DEVICE` picks `shared`'s device (else the sound
-/// server natively when one answers, else ALSA's `default`).
+/// server natively when one is there, else ALSA's `default`).
 ///
 /// Thread safety: every member may be used from any thread. Observation callbacks run on the
 /// player's event queue, in the order things were heard.
@@ -60,11 +69,10 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     public static let shared = ApplicationMusicPlayer(engineConfiguration: defaultEngineConfiguration)
 
     /// The configuration `shared` starts with: the device `MUSICKIT_AUDIO_DEVICE` names, else
-    /// the sound server natively when one answers, else ALSA's `default`
-    /// (`AudioEngineConfiguration.automaticDeviceName`). (Linux addition)
+    /// the sound server natively when one is there, falling back to ALSA's `default`
+    /// (`AudioEngineConfiguration.automatic`). (Linux addition)
     public static var defaultEngineConfiguration: AudioEngineConfiguration {
-        AudioEngineConfiguration(deviceName: ProcessEnvironment.nonEmpty("MUSICKIT_AUDIO_DEVICE")
-                                 ?? AudioEngineConfiguration.automaticDeviceName)
+        ProcessEnvironment.nonEmpty("MUSICKIT_AUDIO_DEVICE").map { AudioEngineConfiguration(deviceName: $0) } ?? .automatic
     }
 
     /// The application player's queue: a `MusicPlayer.Queue` whose entries can be read and
