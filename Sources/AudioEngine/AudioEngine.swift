@@ -371,7 +371,7 @@ final class EngineSession: @unchecked Sendable {
         while let entry = provider.entry(after: cursor) {
             cursor = entry.token
             do {
-                firstFile = try AudioFileDecoder(entry: entry)
+                firstFile = try AudioFileDecoder.open(entry)
                 firstEntry = entry
                 break
             } catch {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 // What the engine decodes audio files with: one reader per file, chosen by what the file's
 // first bytes are (not its name): FFmpeg (FFmpeg.swift) for MP4 audio and raw AAC, libsndfile
@@ -97,6 +98,41 @@ public final class AudioFileDecoder {
     /// Frames decoded so far (the read position).
     public private(set) var position = 0
     private let reader: any AudioFileReader
+    /// The file as it was opened; nil for a file still downloading (never kept for reuse).
+    private let identity: FileIdentity?
+
+    /// Which file a path named, and its state: the same path names another file, or the file
+    /// changed, when any of these differs.
+    private struct FileIdentity: Equatable {
+        let device: UInt
+        let inode: UInt
+        let size: Int
+        let modified: timespec
+
+        init(_ status: stat) {
+            device = UInt(status.st_dev)
+            inode = UInt(status.st_ino)
+            size = Int(status.st_size)
+            modified = status.st_mtim
+        }
+
+        init?(path: String) {
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            self.init(status)
+        }
+
+        static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+            a.device == b.device && a.inode == b.inode && a.size == b.size
+                && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
+        }
+    }
+
+    /// A decoder handed from the thread that opened it to the one that takes it (never shared).
+    private struct Kept: @unchecked Sendable {
+        let decoder: AudioFileDecoder
+    }
+    private static let kept = Mutex<Kept?>(nil)
 
     /// File extensions (lowercase) of the formats the engine reads: what a library scan
     /// looks at, what a command line takes for a file, and a file with one of them that the
@@ -108,27 +144,57 @@ public final class AudioFileDecoder {
     /// `AudioFileInfo.formatName`).
     public static let losslessFileExtensions: Set<String> = ["wav", "wave", "flac", "aif", "aiff", "aifc", "au", "caf", "w64"]
 
-    /// Opens what `entry` plays; an unplayable entry fails with the reason it was given.
-    public convenience init(entry: AudioEntry) throws(DecoderError) {
+    /// Opens what `entry` plays (taking the decoder kept for its file, if one is); an unplayable
+    /// entry fails with the reason it was given.
+    public static func open(_ entry: AudioEntry) throws(DecoderError) -> AudioFileDecoder {
         switch entry.source {
-        case .file(let path): try self.init(path: path)
+        case .file(let path): try open(path: path)
         case .unplayable(let reason): throw DecoderError(path: "", reason: .unplayable(reason))
         }
     }
 
+    /// Opens `path`: the decoder kept for it (`keepForReuse`) when the path still names the
+    /// file it opened, unchanged, else a new one.
+    public static func open(path: String) throws(DecoderError) -> AudioFileDecoder {
+        let taken = kept.withLock { slot -> AudioFileDecoder? in
+            guard let decoder = slot?.decoder, decoder.path == path else { return nil }
+            slot = nil
+            return decoder
+        }
+        if let taken, taken.position == 0, let identity = taken.identity, FileIdentity(path: path) == identity {
+            return taken
+        }
+        return try AudioFileDecoder(path: path)
+    }
+
+    /// Keeps this decoder, still at its first frame, for the next `open` of its file: a program
+    /// that reads a file's tags before playing it (`Song(fileURL:)`, then the player) opens it
+    /// once (~0.15 ms of `musickit play FILE`'s start). One is kept at a time, the one before
+    /// it closed; a file still downloading is never kept. Do not use the decoder afterwards.
+    public func keepForReuse() {
+        guard position == 0, identity != nil else { return }
+        let replaced = AudioFileDecoder.kept.withLock { slot in
+            defer { slot = Kept(decoder: self) }
+            return slot
+        }
+        _ = replaced  // closed here, outside the lock
+    }
+
     public init(path: String) throws(DecoderError) {
         self.path = path
-        reader = try AudioFileDecoder.reader(for: path)
+        var status = stat()
+        reader = try AudioFileDecoder.reader(for: path, status: &status)
+        identity = status.st_ino == 0 ? nil : FileIdentity(status)  // not stat'ed: still downloading
         info = reader.info
         declaredFrameCount = reader.declaredFrameCount
     }
 
     /// The reader `path` calls for: FFmpeg for a file still downloading (a catalog preview, read
     /// as it arrives) and for MP4/ADTS content, libsndfile for the rest — once the file is known
-    /// to be a readable regular file with bytes.
-    private static func reader(for path: String) throws(DecoderError) -> any AudioFileReader {
+    /// to be a readable regular file with bytes (`status`: its `stat`; left as it was for a file
+    /// still downloading).
+    private static func reader(for path: String, status: inout stat) throws(DecoderError) -> any AudioFileReader {
         if GrowingFile.growing(path) != nil { return try FFmpegReader(path: path) }
-        var status = stat()
         if stat(path, &status) != 0 {
             let code = errno
             throw DecoderError(path: path, reason: code == ENOENT ? .missing

@@ -43,7 +43,7 @@ public final class EntryDecoder {
          chunkFrames: Int) throws(DecoderError) {
         self.entry = entry
         let decoder: AudioFileDecoder
-        if let opened { decoder = opened } else { decoder = try AudioFileDecoder(entry: entry) }
+        if let opened { decoder = opened } else { decoder = try AudioFileDecoder.open(entry) }
         self.decoder = decoder
         self.streamRate = streamRate
         self.streamChannels = streamChannels

@@ -145,4 +145,35 @@ final class AudioFileDecoderTests: XCTestCase {
         while !decoder.isFinished { samples += try decoder.nextChunk() }
         XCTAssertEqual(samples, Array(signal[11_025 * 2 ..< 22_050 * 2]))
     }
+
+    /// A decoder kept after reading a file's tags is the one the next open of that file gets —
+    /// once, and only while the file is unchanged and the decoder at its first frame.
+    func testAKeptDecoderIsReusedOnceForTheSameUnchangedFile() throws {
+        let signal = TestSignal.sweep(frames: 4_000)
+        let url = directory.appendingPathComponent("kept.wav")
+        let other = directory.appendingPathComponent("other.wav")
+        try writeAudioFile(url, signal)
+        try writeAudioFile(other, signal)
+
+        let kept = try AudioFileDecoder(path: url.path)
+        kept.keepForReuse()
+        XCTAssertFalse(try AudioFileDecoder.open(path: other.path) === kept, "another file")
+        kept.keepForReuse()
+        let reopened = try AudioFileDecoder.open(path: url.path)
+        XCTAssertTrue(reopened === kept, "the same file: the kept decoder")
+        XCTAssertFalse(try AudioFileDecoder.open(path: url.path) === kept, "taken once")
+        XCTAssertEqual(try decodeRest(reopened), signal, "it reads from the first frame")
+
+        let changed = try AudioFileDecoder(path: url.path)
+        changed.keepForReuse()
+        try writeAudioFile(url, Array(signal.prefix(2_000)))  // rewritten since it was opened
+        let afterChange = try AudioFileDecoder.open(path: url.path)
+        XCTAssertFalse(afterChange === changed)
+        XCTAssertEqual(afterChange.info.frameCount, 1_000)
+
+        let read = try AudioFileDecoder(path: url.path)
+        _ = try decodeRest(read, frameLimit: 10)
+        read.keepForReuse()  // past its first frame: not kept
+        XCTAssertFalse(try AudioFileDecoder.open(path: url.path) === read)
+    }
 }

@@ -24,6 +24,7 @@ extension Song {
             if let genre = info.genre { attributes["genreNames"] = .array([.string(genre)]) }
             if let track = info.trackNumber { attributes["trackNumber"] = .number(Double(track)) }
             attributes["durationInMillis"] = .number((info.duration * 1000).rounded())
+            decoder.keepForReuse()  // the player opening the file next takes it
         }
         self.init(resource: ResourceObject(id: id, type: "library-songs", href: "/v1/me/library/songs/\(id)",
                                            attributes: attributes))
