@@ -87,6 +87,16 @@ public final class AudioEngine: Sendable {
         }
     }
 
+    /// Hands the engine a connection to the PulseAudio server that the program began before
+    /// the engine existed, for its first `pulseaudio[:SINK]` stream: `take` gives the main loop
+    /// (`pa_threaded_mainloop *`) and the context (`pa_context *`) once — a threaded main loop,
+    /// started, and a context named "OpenMusicKit" connecting to the default server, whose state
+    /// callback signals the loop — or nil. The engine owns them from then on. `musickit play`
+    /// begins its connection before the Swift runtime starts (Sources/CEarlyRequest/EarlyLoad.c).
+    public static func adoptPulseAudioConnection(_ take: @escaping @Sendable () -> (mainloop: OpaquePointer, context: OpaquePointer)?) {
+        PulseStream.begunConnection.withLock { $0 = take }
+    }
+
     deinit { stop() }
 
     // MARK: - Queue

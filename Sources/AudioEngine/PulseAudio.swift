@@ -1,5 +1,6 @@
 import CPulse
 import Glibc
+import Synchronization
 
 // The one wrapper around libpulse (CPulse): the engine's native PulseAudio output, for the
 // `pulseaudio` and `pulseaudio:SINK` devices. PipeWire serves the same protocol (pipewire-pulse).
@@ -134,6 +135,12 @@ final class PulseStream: @unchecked Sendable {
     private let realtimePriority: Int32?
     private var askedForPriority = false
 
+    /// Gives the connection to the server that a program began before the engine existed (a
+    /// main loop and a context, as `init` makes them, connecting or connected; its state
+    /// callback replaced here): the next stream takes it, once. See
+    /// `AudioEngine.adoptPulseAudioConnection`.
+    static let begunConnection = Mutex<(@Sendable () -> (mainloop: LibPulse.Mainloop, context: LibPulse.Context)?)?>(nil)
+
     /// `pulseaudio` (the server's default sink) or `pulseaudio:SINK`.
     static func isPulseAudioName(_ name: String) -> Bool {
         name == "pulseaudio" || name.hasPrefix("pulseaudio:")
@@ -152,15 +159,21 @@ final class PulseStream: @unchecked Sendable {
         guard let format = request.sampleFormats.first else {
             throw ALSAError(operation: "pa_stream_new", code: -EINVAL, device: name, hint: "no sample format asked for")
         }
-        guard let mainloop = library.mainloopNew() else {
-            throw ALSAError(operation: "pa_threaded_mainloop_new", code: -ENOMEM, device: name, hint: nil)
+        let begun = PulseStream.begunConnection.withLock { take in defer { take = nil }; return take?() }
+        if let begun {
+            mainloop = begun.mainloop
+            context = begun.context
+        } else {
+            guard let mainloop = library.mainloopNew() else {
+                throw ALSAError(operation: "pa_threaded_mainloop_new", code: -ENOMEM, device: name, hint: nil)
+            }
+            self.mainloop = mainloop
+            guard let context = library.contextNew(library.mainloopAPI(mainloop), "OpenMusicKit") else {
+                library.mainloopFree(mainloop)
+                throw ALSAError(operation: "pa_context_new", code: -ENOMEM, device: name, hint: nil)
+            }
+            self.context = context
         }
-        self.mainloop = mainloop
-        guard let context = library.contextNew(library.mainloopAPI(mainloop), "OpenMusicKit") else {
-            library.mainloopFree(mainloop)
-            throw ALSAError(operation: "pa_context_new", code: -ENOMEM, device: name, hint: nil)
-        }
-        self.context = context
         // Allocated once nothing before the deinitializer can fail.
         pollDescriptors = .allocate(capacity: 2)
         pollDescriptors.initialize(repeating: pollfd(), count: 2)
@@ -177,11 +190,13 @@ final class PulseStream: @unchecked Sendable {
                 me.raiseLoopThreadPriority()
                 me.wakeWaiters()
             }, me)
-            if library.contextConnect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-                throw failure("pa_context_connect")
-            }
-            guard library.mainloopStart(mainloop) >= 0 else {
-                throw ALSAError(operation: "pa_threaded_mainloop_start", code: -EAGAIN, device: name, hint: nil)
+            if begun == nil {
+                if library.contextConnect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+                    throw failure("pa_context_connect")
+                }
+                guard library.mainloopStart(mainloop) >= 0 else {
+                    throw ALSAError(operation: "pa_threaded_mainloop_start", code: -EAGAIN, device: name, hint: nil)
+                }
             }
             while true {
                 let state = library.contextState(context)
@@ -195,6 +210,7 @@ final class PulseStream: @unchecked Sendable {
             self.stream = stream
             library.streamSetStateCallback(stream, { _, userdata in
                 let me = PulseStream.from(userdata)
+                me.raiseLoopThreadPriority()  // a begun connection may have been ready already
                 me.hasFailed = me.library.streamState(me.stream) == PA_STREAM_FAILED
                 me.wakeWaiters()
                 if me.hasFailed { me.events.signal() }

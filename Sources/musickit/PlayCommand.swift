@@ -1,4 +1,6 @@
 import AudioEngine
+import CEarlyRequest
+import CEarlyRequest
 import Foundation
 import MusicKit
 import Synchronization
@@ -45,6 +47,17 @@ enum PlayCommand {
     \(ExitCode.helpText)
     """
 
+    /// Hands the engine the connection to the sound server that the process began at start, if
+    /// it began one (Sources/CEarlyRequest/EarlyLoad.c): its first PulseAudio stream is made on it.
+    static func adoptEarlyConnection() {
+        AudioEngine.adoptPulseAudioConnection {
+            var mainloop: UnsafeMutableRawPointer?
+            var context: UnsafeMutableRawPointer?
+            guard musickit_early_pulse_connection_take(&mainloop, &context) != 0, let mainloop, let context else { return nil }
+            return (OpaquePointer(mainloop), OpaquePointer(context))
+        }
+    }
+
     static func run(_ arguments: [String]) -> ExitCode {
         let parsed: ParsedArguments
         do {
@@ -76,6 +89,7 @@ enum PlayCommand {
             engineConfiguration.fallbackDeviceName = nil  // the device asked for, or its error
         }
         let files = parsed.positionals.filter(PlayResolution.isFile)
+        adoptEarlyConnection()
         // The device opens (~4 ms through a sound server) while the rest gets ready.
         if !parsed.has("--system") { AudioEngine.warmUpDevice(engineConfiguration, forFileAt: files.first) }
         // Anything but files is catalog or library content: the app needs access.

@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioTestSupport
 import CEarlyRequest
 import Foundation
 import Glibc
@@ -6,9 +7,10 @@ import Glibc
 @testable import MusicKit
 import XCTest
 
-/// `musickit play`'s device library loaded at process start (Sources/CEarlyRequest/EarlyLoad.c):
-/// the device it reads from the arguments is the one the play command plays on, and only a
-/// PulseAudio device's library is loaded.
+/// `musickit play`'s device library loaded, and its connection begun, at process start
+/// (Sources/CEarlyRequest/EarlyLoad.c): the device it reads from the arguments is the one the
+/// play command plays on, only a PulseAudio device's library is loaded, and the engine's first
+/// stream is made on the connection.
 final class EarlyLoadTests: XCTestCase {
     /// `body` called with `musickit ARGUMENTS` as a C program's argc and argv.
     private func withArgv<T>(_ arguments: [String], _ body: (Int32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> T) -> T {
@@ -113,5 +115,30 @@ final class EarlyLoadTests: XCTestCase {
         defer { dlclose(installed) }
         XCTAssertEqual(start(["play", "--device", "pulseaudio:speakers", "song.flac"]), 1)
         XCTAssertNotNil(dlopen("libpulse.so.0", RTLD_NOW | RTLD_NOLOAD), "loaded, and kept loaded")
+    }
+
+    /// The connection begun at process start is the one the engine's first PulseAudio stream is
+    /// made on (taken once), and the stream plays.
+    func testTheConnectionBegunAtStartCarriesTheFirstStream() throws {
+        let device = try AudioTestEnvironment.requireNativePulse()
+        guard let installed = dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL) else { throw XCTSkip("libpulse is not installed") }
+        defer { dlclose(installed) }
+        XCTAssertEqual(musickit_early_pulse_connect_start(), 1)
+        XCTAssertEqual(musickit_early_pulse_connect_start(), 0, "one connection per process")
+        PlayCommand.adoptEarlyConnection()
+
+        let directory = try makeTemporaryDirectory(self)
+        let file = directory.appendingPathComponent("tone.wav")
+        try writeAudioFile(file, TestSignal.tone(hz: 440, frames: 4_410, sampleRate: 44_100, channels: 2))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: [file.path]))
+        try engine.play()
+        var mainloop: UnsafeMutableRawPointer?
+        var context: UnsafeMutableRawPointer?
+        XCTAssertEqual(musickit_early_pulse_connection_take(&mainloop, &context), 0, "the engine took it")
+        XCTAssertEqual(engine.statistics.deviceName, device)
+        recorder.waitForQueueFinished()
+        engine.stop()
     }
 }

@@ -1,7 +1,8 @@
 // What the command-line tool does when its process starts, before the Swift runtime and
 // Foundation initialize: the request of a transport command (`musickit next`, `previous`,
 // `resume`), sent to the system player's daemon (EarlyRequest.c), and the audio library of
-// `musickit play` on a PulseAudio device, loaded (EarlyLoad.c).
+// `musickit play` on a PulseAudio device, loaded, and its connection to the server begun
+// (EarlyLoad.c).
 #ifndef MUSICKIT_EARLY_REQUEST_H
 #define MUSICKIT_EARLY_REQUEST_H
 
@@ -44,9 +45,23 @@ const char *musickit_early_play_device(int argc, char **argv);
 /// $PULSE_RUNTIME_PATH/native, else $XDG_RUNTIME_DIR/pulse/native.
 int musickit_early_pulse_server_found(void);
 
-/// What the process-start hook of EarlyLoad.c does: for `musickit play` on a PulseAudio device
-/// (`pulseaudio`, `pulseaudio:SINK`), loads libpulse before the Swift runtime starts. 1 when
-/// it loaded it, 0 otherwise. Exposed for tests.
+/// What the process-start hook of EarlyLoad.c does first: for `musickit play` on a PulseAudio
+/// device (`pulseaudio`, `pulseaudio:SINK`), loads libpulse before the Swift runtime starts. 1
+/// when it loaded it, 0 otherwise (the hook then begins the connection:
+/// musickit_early_pulse_connect_start). Exposed for tests.
 int musickit_early_load_start(int argc, char **argv);
+
+/// Begins the connection to the PulseAudio server that `musickit play` will play on, on a thread
+/// of its own, as the engine's PulseAudio output begins its own (a threaded main loop and a
+/// context, connecting): libpulse must be loaded already. 1 when the thread was started; 0 when
+/// libpulse is not loaded or a connection was begun already (one per process).
+int musickit_early_pulse_connect_start(void);
+
+/// The main loop (pa_threaded_mainloop *) and context (pa_context *) that
+/// musickit_early_pulse_connect_start began, once begun (the context may still be connecting;
+/// its state callback signals the main loop). Taking them passes them to the caller, who
+/// replaces the context's state callback under the main loop's lock and frees both: a second
+/// call gives 0. 0 when none was begun or beginning failed.
+int musickit_early_pulse_connection_take(void **mainloop, void **context);
 
 #endif
