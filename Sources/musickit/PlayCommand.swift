@@ -1,6 +1,5 @@
 import AudioEngine
 import CEarlyRequest
-import CEarlyRequest
 import Foundation
 import MusicKit
 import Synchronization
