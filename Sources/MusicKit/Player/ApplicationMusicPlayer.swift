@@ -322,8 +322,9 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         let (contents, currentID) = playerQueue.snapshot
         guard contents.count > 0, let currentID, let index = contents.index(ofEntryID: currentID),
               let current = contents.entry(at: index) else { throw PlaybackError.emptyQueue }
-        // Whether catalog content plays is decided here, for the session: the engine's threads
-        // never read the account.
+        // Whether catalog content plays, for the session: decided here when it starts on catalog
+        // content (which may not play); otherwise by the first catalog entry's read of it (the
+        // decoder thread's, once), so that a file starts without reading the account.
         let catalogAccess: PlaybackServices.SessionCatalogAccess
         if PlaybackServices.isCatalogContent(current.resource) && current.unavailableReason == nil {
             let access = try PlaybackServices.catalogAccess(in: .current)

@@ -83,8 +83,8 @@ final class PlaybackServices: Sendable {
 
     // MARK: - Sources
 
-    /// Whether catalog content plays in a session: decided when it starts, never on the
-    /// engine's threads.
+    /// Whether catalog content plays in a session: decided when it starts, or at its first
+    /// catalog entry (`SessionCatalogAccess`).
     enum CatalogAccess: Sendable, Equatable {
         case allowed
         case denied(reason: String)
@@ -145,8 +145,8 @@ final class PlaybackServices: Sendable {
         resource.string("filePath") == nil
     }
 
-    /// The file an entry plays, or why it cannot. No store is read: `access` was decided when
-    /// the session started. A preview on the network plays from the preview cache, its download
+    /// The file an entry plays, or why it cannot. `access` is read only for catalog content (the
+    /// provider has it decided before, outside its mutex: `SessionCatalogAccess`). A preview on the network plays from the preview cache, its download
     /// started here when it is not there (`PreviewCache`).
     static func source(of entry: MusicPlayer.Queue.Entry, catalogAccess access: @autoclosure () -> CatalogAccess) -> AudioEntry.Source {
         if let reason = entry.unavailableReason { return .unplayable(reason: reason) }
