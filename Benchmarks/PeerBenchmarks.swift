@@ -93,7 +93,7 @@ struct PeerBenchmarks {
         if nativeDevice != nil, AudioEngineConfiguration.automaticDeviceName == "pulseaudio",
            getenv("MUSICKIT_AUDIO_DEVICE") == nil {
             musickitRow(asTyped, ["play", "--no-ui", fixtures.sweep.path],
-                        note: "includes process start-up; no --device: a PulseAudio server answers, so the native output")
+                        note: "includes process start-up; no --device: a PulseAudio server's socket is there, so the native output")
         }
         musickitRow("musickit play (CLI) TTFA: process start -> sound", ["play", "--no-ui", "--device", device, fixtures.sweep.path],
                     note: "includes process start-up; ALSA pulse plugin, same device as aplay")

@@ -107,24 +107,21 @@ public final class AudioFileDecoder {
         let device: UInt
         let inode: UInt
         let size: Int
-        let modified: timespec
+        let modifiedSeconds: Int
+        let modifiedNanoseconds: Int
 
         init(_ status: stat) {
             device = UInt(status.st_dev)
             inode = UInt(status.st_ino)
             size = Int(status.st_size)
-            modified = status.st_mtim
+            modifiedSeconds = status.st_mtim.tv_sec
+            modifiedNanoseconds = status.st_mtim.tv_nsec
         }
 
         init?(path: String) {
             var status = stat()
             guard stat(path, &status) == 0 else { return nil }
             self.init(status)
-        }
-
-        static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-            a.device == b.device && a.inode == b.inode && a.size == b.size
-                && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
         }
     }
 

@@ -32,8 +32,8 @@ let usage = """
     on $XDG_RUNTIME_DIR/musickit/player.sock (MUSICKIT_RUNTIME_DIR overrides), plays on the
     PulseAudio or PipeWire server (natively) when one is there, else (or when it does not answer)
     on ALSA's default device (MUSICKIT_AUDIO_DEVICE overrides both), and keeps its queue and
-    position in $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it exits on
-    SIGTERM or `musickit daemon stop`.
+    position in $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it
+    exits on SIGTERM or `musickit daemon stop`.
 
     It also speaks MPD's protocol on mpd.sock beside its socket, and, with --mpd-port PORT (or
     MUSICKIT_MPD_PORT=PORT in its environment), on 127.0.0.1:PORT (6600 is MPD's port) for MPD

@@ -63,7 +63,7 @@ final class EarlyLoadTests: XCTestCase {
             }
         }
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-server-\(UUID().uuidString)").path
-        for folder in ["pulse-runtime", "xdg/pulse", "stale/pulse"] {
+        for folder in ["pulse-runtime", "xdg/pulse", "stale/pulse", "plain"] {
             try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
         }
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -72,9 +72,8 @@ final class EarlyLoadTests: XCTestCase {
         defer { listening.forEach { close($0) } }
         close(try SystemPlayerWire.listen(at: root + "/stale/pulse/native"))  // the file a server that died leaves
 
-        try FileManager.default.createDirectory(atPath: root + "/plain", withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: root + "/plain/native", contents: Data())  // not a socket
-        let cases: [(server: String?, runtime: String?, xdg: String?, answers: Bool)] = [
+        let cases: [(server: String?, runtime: String?, xdg: String?, found: Bool)] = [
             ("tcp:somewhere", nil, nil, true),
             (nil, root + "/pulse-runtime", root + "/xdg", true),
             ("", nil, root + "/xdg", true),
@@ -84,14 +83,14 @@ final class EarlyLoadTests: XCTestCase {
             (nil, nil, nil, false),
         ]
         unsetenv("MUSICKIT_AUDIO_DEVICE")
-        for (server, runtime, xdg, answers) in cases {
+        for (server, runtime, xdg, found) in cases {
             for (name, value) in zip(names, [server, runtime, xdg]) {
                 if let value { setenv(name, value, 1) } else { unsetenv(name) }
             }
             let label = "PULSE_SERVER=\(server ?? "unset") PULSE_RUNTIME_PATH=\(runtime ?? "unset") XDG_RUNTIME_DIR=\(xdg ?? "unset")"
-            XCTAssertEqual(AudioEngineConfiguration.automaticDeviceName, answers ? "pulseaudio" : "default", label)
-            XCTAssertEqual(ApplicationMusicPlayer.defaultEngineConfiguration.fallbackDeviceName, answers ? "default" : nil, label)
-            XCTAssertEqual(musickit_early_pulse_server_found(), answers ? 1 : 0, label)
+            XCTAssertEqual(AudioEngineConfiguration.automaticDeviceName, found ? "pulseaudio" : "default", label)
+            XCTAssertEqual(ApplicationMusicPlayer.defaultEngineConfiguration.fallbackDeviceName, found ? "default" : nil, label)
+            XCTAssertEqual(musickit_early_pulse_server_found(), found ? 1 : 0, label)
             XCTAssertEqual(earlyDevice(["song.flac"]), try playDevice(["song.flac"]), label)
         }
     }

@@ -146,8 +146,9 @@ final class PlaybackServices: Sendable {
     }
 
     /// The file an entry plays, or why it cannot. `access` is read only for catalog content (the
-    /// provider has it decided before, outside its mutex: `SessionCatalogAccess`). A preview on the network plays from the preview cache, its download
-    /// started here when it is not there (`PreviewCache`).
+    /// provider has it decided before, outside its mutex: `SessionCatalogAccess`). A preview on
+    /// the network plays from the preview cache, its download started here when it is not there
+    /// (`PreviewCache`).
     static func source(of entry: MusicPlayer.Queue.Entry, catalogAccess access: @autoclosure () -> CatalogAccess) -> AudioEntry.Source {
         if let reason = entry.unavailableReason { return .unplayable(reason: reason) }
         let resource = entry.resource
