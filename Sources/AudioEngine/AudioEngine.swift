@@ -79,13 +79,20 @@ public final class AudioEngine: Sendable {
     /// task made here first, for the concurrency runtime's one-time setup, slowed the play
     /// command's start once libpulse was loaded at process start: without it, 0.15–0.47 ms sooner
     /// on each of its three devices (30 runs in turn).
+    ///
+    /// `runner`: a thread the program has running already, which runs the warm-up if it takes it
+    /// (returns true); otherwise the warm-up gets a thread of its own. (`musickit play` hands it
+    /// to the thread that loads libpulse at process start: a thread made while a library loads
+    /// waits for the loader.)
     public static func warmUpDevice(_ configuration: AudioEngineConfiguration, sampleRate: Int = 44_100,
-                                    forFileAt path: String? = nil) {
+                                    forFileAt path: String? = nil, on runner: ThreadRunner? = nil) {
         WarmDevice.begin(name: configuration.deviceName, fallback: configuration.fallbackDeviceName,
-                         request: configuration.pcmRequest(sampleRate: configuration.sampleRate ?? sampleRate)) {
-            if let path { AudioFileDecoder.loadLibrary(forFileAt: path) }
-        }
+                         request: configuration.pcmRequest(sampleRate: configuration.sampleRate ?? sampleRate),
+                         first: { if let path { AudioFileDecoder.loadLibrary(forFileAt: path) } }, runner: runner)
     }
+
+    /// Runs a job on a thread that is there already; false when it does not take it.
+    public typealias ThreadRunner = @Sendable (_ job: @escaping @Sendable () -> Void) -> Bool
 
     /// Hands the engine a connection to the PulseAudio server that the program began before
     /// the engine existed, for its first `pulseaudio[:SINK]` stream: `take` gives the main loop

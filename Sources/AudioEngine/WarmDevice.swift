@@ -29,20 +29,24 @@ enum WarmDevice {
     static let taken = Atomic<Int>(0)
 
     /// Starts opening `name` (or `fallback`, when `name` does not open) for `request` on a thread
-    /// of its own, after `first` has run there.
-    static func begin(name: String, fallback: String? = nil, request: PCMRequest, first: @escaping @Sendable () -> Void = {}) {
+    /// of its own, after `first` has run there: the thread `runner` runs it on when it takes it,
+    /// else a new one.
+    static func begin(name: String, fallback: String? = nil, request: PCMRequest, first: @escaping @Sendable () -> Void = {},
+                      runner: AudioEngine.ThreadRunner? = nil) {
         let opening = Pending(name: name, fallback: fallback, request: request)
         pending.withLock { $0 = opening }
-        // A plain pthread, started on another CPU than the caller's, which goes on with its own
-        // start-up work: on the caller's CPU it would wait for the scheduler to move it.
-        EngineThread(name: "musickit-warm", startsOnAnotherCPU: true) {
+        let job: @Sendable () -> Void = {
             first()
             let result = Result { () throws(ALSAError) in try PCMDevice.open(name, fallback: fallback, request: request) }
             opening.condition.lock()
             opening.result = result
             opening.condition.broadcast()
             opening.condition.unlock()
-        }.detach()
+        }
+        if let runner, runner(job) { return }
+        // A plain pthread, started on another CPU than the caller's, which goes on with its own
+        // start-up work: on the caller's CPU it would wait for the scheduler to move it.
+        EngineThread(name: "musickit-warm", startsOnAnotherCPU: true, body: job).detach()
     }
 
     /// The warmed-up device, when one was opened for `name` (with `fallback`) and `request`

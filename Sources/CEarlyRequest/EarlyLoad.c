@@ -1,25 +1,40 @@
 // `musickit play` through the engine's PulseAudio output (`--device pulseaudio[:SINK]`) must be
 // heard as soon as `aplay` is (issue #8). Most of its start is the dynamic loader's: libpulse and
-// the ~28 libraries it needs. Loaded from the warm-up thread (AudioEngine.warmUpDevice),
-// that work overlapped the Swift runtime's and the command's own start, and on two cores each
-// slowed the other (the loader's lock, which every load and lookup in the process takes, and the
-// kernel's lock on the address space, which mapping a library and touching a new page both take):
-// the loading took ~3.3 ms there against ~2.4 ms alone. So the play command's device library is
-// loaded here, before the Swift runtime starts, alone; the engine's own dlopen then finds it
-// loaded. Only libpulse: an ALSA device's library depends on its configuration (a plugin, a
-// card), which only ALSA reads. With no device named, the play command's is the server natively
-// when its socket is there (AudioEngineConfiguration.automaticDeviceName), found here the same way.
+// the ~28 libraries it needs (~2.2 ms). So the play command's device library is loaded at process
+// start, from a constructor that runs before the Swift runtime's, on a thread of its own, while
+// the runtime and the command start; the engine's own dlopen then finds it loaded. Only
+// libpulse: an ALSA device's library depends on its configuration (a plugin, a card), which only
+// ALSA reads. With no device named, the play command's is the server natively when its socket
+// is there (AudioEngineConfiguration.automaticDeviceName), found here the same way.
 //
-// Then the connection to the server begins, on a thread of its own, as PulseStream.init begins
-// it (a threaded main loop and a context connecting): its handshake is mostly waiting for the
-// server, so it overlaps the Swift runtime's start and the command's, and the engine's first
-// stream is made on it (PlayCommand.adoptEarlyConnection, AudioEngine.adoptPulseAudioConnection).
-// The context was ready ~0.9 ms sooner, the stream started ~0.2 ms sooner (a trace, 20 runs).
-// MUSICKIT_NO_EARLY_LOAD=1 turns both off (for comparisons).
+// Then, on the same thread, the connection to the server begins as PulseStream.init begins it
+// (a threaded main loop and a context connecting): its handshake is mostly waiting for the
+// server, and the engine's first stream is made on it (PlayCommand.adoptEarlyConnection,
+// AudioEngine.adoptPulseAudioConnection).
+//
+// While the library loads, glibc's loader locks make the rest of the process wait whenever it
+// looks a symbol up (dlopen, dlsym, dladdr) or creates a thread (its thread-local storage).
+// What that means here:
+// - The thread starts on another CPU than this one (then may run anywhere): Linux puts a new
+//   thread on its creator's CPU, where it waited ~1.5 ms for the runtime's start to yield it.
+// - The Swift runtime's crash-backtracer set-up, a constructor that runs after this one, asks the
+//   loader where the runtime is (swift_getRuntimeLibraryPath, once per process): asked here first,
+//   before the load begins, it does not wait for the whole load (it did: `main` came ~2 ms later).
+// - The command makes no thread of its own meanwhile: it hands its device warm-up
+//   (AudioEngine.warmUpDevice) to this thread, which runs it once the connection is begun
+//   (musickit_early_thread_run, PlayCommand.runOnEarlyThread). It parses its arguments and
+//   starts on its first file, whose decoder library waits for the load to end.
+// Measured (a trace, 100 runs in turn, medians, from the spawn to the stream's start): the library
+// loaded in the constructor itself, before the runtime's start, 5.66 ms; on this thread, 5.33;
+// with the warm-up handed over too, 4.89 (5.31 without, in the same runs; its first file is read
+// while the library loads). MUSICKIT_NO_EARLY_LOAD=1 turns the load, the connection and the hand-over off
+// (for comparisons).
+#define _GNU_SOURCE  // sched_getcpu, CPU_CLR, pthread_attr_setaffinity_np
 #include "EarlyRequest.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <pulse/context.h>
 #include <pulse/thread-mainloop.h>
 #include <stdio.h>
@@ -27,6 +42,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 int musickit_early_pulse_server_found(void) {
@@ -66,12 +82,19 @@ const char *musickit_early_play_device(int argc, char **argv) {
     return device;
 }
 
-// The connection to the server, begun on a thread of its own once libpulse is loaded.
+// The connection to the server, begun on a thread of its own, which loads libpulse first.
 static pthread_mutex_t connection_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t connection_begun = PTHREAD_COND_INITIALIZER;
 static enum { connection_none, connection_beginning, connection_begun_state } connection_state = connection_none;
 static pa_threaded_mainloop *early_mainloop = NULL;
 static pa_context *early_context = NULL;
+// The job the thread runs once the connection is begun (musickit_early_thread_run), if it is
+// handed over within EARLY_JOB_WAIT_MILLISECONDS of that; closed once the thread stops waiting.
+#define EARLY_JOB_WAIT_MILLISECONDS 100
+static pthread_cond_t early_job_posted = PTHREAD_COND_INITIALIZER;
+static void (*early_job)(void *) = NULL;
+static void *early_job_context = NULL;
+static int early_job_closed = 0;
 
 #define EARLY_FUNCTION(name) __typeof__(name) *name##_ = (__typeof__(name) *)dlsym(library, #name)
 
@@ -82,14 +105,20 @@ static void early_context_changed(pa_context *context, void *mainloop) {
     early_signal(mainloop, 0);
 }
 
-// What PulseStream.init does before it waits for the context (Sources/AudioEngine/PulseAudio.swift):
-// a threaded main loop, a context named as its, connected to the default server without
-// autospawn, the loop started.
+// The CPUs the thread may run on once started (it starts on the others than its creator's).
+static cpu_set_t early_allowed_cpus;
+static int early_cpus_narrowed = 0;
+
+// Loads libpulse, then does what PulseStream.init does before it waits for the context
+// (Sources/AudioEngine/PulseAudio.swift): a threaded main loop, a context named as its, connected
+// to the default server without autospawn, the loop started.
 static void *early_connect(void *unused) {
     (void)unused;
+    if (early_cpus_narrowed) sched_setaffinity(0, sizeof early_allowed_cpus, &early_allowed_cpus);
     pa_threaded_mainloop *mainloop = NULL;
     pa_context *context = NULL;
-    void *library = dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    // The flags DynamicLibrary uses; the handle stays open for the process's life, as its does.
+    void *library = dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL);
     if (library) {
         EARLY_FUNCTION(pa_threaded_mainloop_new);
         EARLY_FUNCTION(pa_threaded_mainloop_get_api);
@@ -123,35 +152,65 @@ static void *early_connect(void *unused) {
                 context = NULL;
             }
         }
-        dlclose(library);
     }
     pthread_mutex_lock(&connection_lock);
     early_mainloop = mainloop;
     early_context = context;
     connection_state = connection_begun_state;
     pthread_cond_broadcast(&connection_begun);
+    // Then the command's first job, if it hands one over soon (musickit_early_thread_run).
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_nsec += EARLY_JOB_WAIT_MILLISECONDS * 1000000L;
+    deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+    deadline.tv_nsec %= 1000000000L;
+    while (!early_job && pthread_cond_timedwait(&early_job_posted, &connection_lock, &deadline) == 0) {}
+    void (*job)(void *) = early_job;
+    void *job_context = early_job_context;
+    early_job_closed = 1;
     pthread_mutex_unlock(&connection_lock);
+    if (job) job(job_context);
     return NULL;
 }
 
+int musickit_early_thread_run(void (*job)(void *), void *context) {
+    pthread_mutex_lock(&connection_lock);
+    int taken = connection_state != connection_none && !early_job_closed && !early_job;
+    if (taken) {
+        early_job = job;
+        early_job_context = context;
+        pthread_cond_signal(&early_job_posted);
+    }
+    pthread_mutex_unlock(&connection_lock);
+    return taken;
+}
+
+extern const char *swift_getRuntimeLibraryPath(void) __attribute__((weak));
+
 int musickit_early_pulse_connect_start(void) {
-    void *loaded = dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (!loaded) return 0;
-    dlclose(loaded);
     pthread_mutex_lock(&connection_lock);
     int begins = connection_state == connection_none;
     if (begins) connection_state = connection_beginning;
     pthread_mutex_unlock(&connection_lock);
     if (!begins) return 0;
+    if (swift_getRuntimeLibraryPath) swift_getRuntimeLibraryPath();  // see the top of this file
     pthread_t thread;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    int current = sched_getcpu();
+    if (current >= 0 && sched_getaffinity(0, sizeof early_allowed_cpus, &early_allowed_cpus) == 0) {
+        cpu_set_t others = early_allowed_cpus;
+        CPU_CLR(current, &others);
+        early_cpus_narrowed = CPU_COUNT(&others) > 0
+                              && pthread_attr_setaffinity_np(&attributes, sizeof others, &others) == 0;
+    }
     int created = pthread_create(&thread, &attributes, early_connect, NULL) == 0;
     pthread_attr_destroy(&attributes);
     if (!created) {
         pthread_mutex_lock(&connection_lock);
         connection_state = connection_begun_state;
+        early_job_closed = 1;
         pthread_mutex_unlock(&connection_lock);
     }
     return created;
@@ -168,16 +227,13 @@ int musickit_early_pulse_connection_take(void **mainloop, void **context) {
     return *mainloop != NULL;
 }
 
-int musickit_early_load_start(int argc, char **argv) {
+int musickit_early_plays_on_pulseaudio(int argc, char **argv) {
     const char *device = musickit_early_play_device(argc, argv);
-    if (!device) return 0;
-    if (strcmp(device, "pulseaudio") != 0 && strncmp(device, "pulseaudio:", 11) != 0) return 0;
-    // The flags DynamicLibrary uses; the handle stays open for the process's life, as its does.
-    return dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL) != NULL;
+    return device && (strcmp(device, "pulseaudio") == 0 || strncmp(device, "pulseaudio:", 11) == 0);
 }
 
 __attribute__((constructor(101))) static void musickit_early_load_at_start(int argc, char **argv, char **envp) {
     (void)envp;
     if (getenv("MUSICKIT_NO_EARLY_LOAD")) return;
-    if (musickit_early_load_start(argc, argv)) musickit_early_pulse_connect_start();
+    if (musickit_early_plays_on_pulseaudio(argc, argv)) musickit_early_pulse_connect_start();
 }

@@ -57,6 +57,22 @@ enum PlayCommand {
         }
     }
 
+    /// Runs `job` on the thread that began the connection at process start, once it has begun
+    /// it (Sources/CEarlyRequest/EarlyLoad.c): while libpulse loads there, a thread made here
+    /// would wait for the loader. False when that thread is not there or no longer takes one.
+    @Sendable static func runOnEarlyThread(_ job: @escaping @Sendable () -> Void) -> Bool {
+        final class Job: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let context = Unmanaged.passRetained(Job(job)).toOpaque()
+        let taken = musickit_early_thread_run({ context in
+            Unmanaged<Job>.fromOpaque(context!).takeRetainedValue().body()
+        }, context) != 0
+        if !taken { Unmanaged<Job>.fromOpaque(context).release() }
+        return taken
+    }
+
     static func run(_ arguments: [String]) -> ExitCode {
         let parsed: ParsedArguments
         do {
@@ -90,7 +106,9 @@ enum PlayCommand {
         let files = parsed.positionals.filter(PlayResolution.isFile)
         adoptEarlyConnection()
         // The device opens (~4 ms through a sound server) while the rest gets ready.
-        if !parsed.has("--system") { AudioEngine.warmUpDevice(engineConfiguration, forFileAt: files.first) }
+        if !parsed.has("--system") {
+            AudioEngine.warmUpDevice(engineConfiguration, forFileAt: files.first, on: runOnEarlyThread)
+        }
         // Anything but files is catalog or library content: the app needs access.
         if files.count < parsed.positionals.count, let refused = requireAuthorization("play") {
             return refused

@@ -3,6 +3,7 @@ import AudioTestSupport
 import CEarlyRequest
 import Foundation
 import Glibc
+import Synchronization
 @testable import musickit
 @testable import MusicKit
 import XCTest
@@ -103,17 +104,15 @@ final class EarlyLoadTests: XCTestCase {
         }
     }
 
-    /// libpulse for a PulseAudio device (when installed), nothing for an ALSA device.
-    func testOnlyAPulseAudioDeviceLoadsItsLibrary() throws {
-        func start(_ arguments: [String]) -> Int32 { withArgv(arguments) { musickit_early_load_start($0, $1) } }
-        XCTAssertEqual(start(["play", "--device", "hw:0", "song.flac"]), 0)
-        XCTAssertEqual(start(["play", "--device", "default", "song.flac"]), 0)
-        guard let installed = dlopen("libpulse.so.0", RTLD_NOW | RTLD_LOCAL) else {
-            throw XCTSkip("libpulse is not installed")
-        }
-        defer { dlclose(installed) }
-        XCTAssertEqual(start(["play", "--device", "pulseaudio:speakers", "song.flac"]), 1)
-        XCTAssertNotNil(dlopen("libpulse.so.0", RTLD_NOW | RTLD_NOLOAD), "loaded, and kept loaded")
+    /// The connection (and libpulse's load) begins at start for a PulseAudio device, not for an ALSA one.
+    func testOnlyAPulseAudioDeviceBeginsTheConnectionAtStart() {
+        func begins(_ arguments: [String]) -> Int32 { withArgv(arguments) { musickit_early_plays_on_pulseaudio($0, $1) } }
+        XCTAssertEqual(begins(["play", "--device", "hw:0", "song.flac"]), 0)
+        XCTAssertEqual(begins(["play", "--device", "default", "song.flac"]), 0)
+        XCTAssertEqual(begins(["play", "--device", "pulseaudiox", "song.flac"]), 0)
+        XCTAssertEqual(begins(["play", "--device", "pulseaudio:speakers", "song.flac"]), 1)
+        XCTAssertEqual(begins(["play", "--device=pulseaudio", "song.flac"]), 1)
+        XCTAssertEqual(begins(["play", "--system", "--device", "pulseaudio", "song.flac"]), 0)
     }
 
     /// The connection begun at process start is the one the engine's first PulseAudio stream is
@@ -124,6 +123,17 @@ final class EarlyLoadTests: XCTestCase {
         defer { dlclose(installed) }
         XCTAssertEqual(musickit_early_pulse_connect_start(), 1)
         XCTAssertEqual(musickit_early_pulse_connect_start(), 0, "one connection per process")
+        // The thread that began it runs one job handed over (the play command's device warm-up).
+        let caller = pthread_self()
+        let ran = DispatchSemaphore(value: 0)
+        let ranElsewhere = Mutex<Bool?>(nil)
+        XCTAssertTrue(PlayCommand.runOnEarlyThread {
+            ranElsewhere.withLock { $0 = pthread_equal(pthread_self(), caller) == 0 }
+            ran.signal()
+        })
+        XCTAssertEqual(ran.wait(timeout: .now() + 5), .success, "the job ran")
+        XCTAssertEqual(ranElsewhere.withLock { $0 }, true, "on the connection's thread")
+        XCTAssertFalse(PlayCommand.runOnEarlyThread {}, "one job: the next caller runs its own")
         PlayCommand.adoptEarlyConnection()
 
         let directory = try makeTemporaryDirectory(self)

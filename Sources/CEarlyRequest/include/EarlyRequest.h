@@ -45,17 +45,22 @@ const char *musickit_early_play_device(int argc, char **argv);
 /// $PULSE_RUNTIME_PATH/native, else $XDG_RUNTIME_DIR/pulse/native.
 int musickit_early_pulse_server_found(void);
 
-/// What the process-start hook of EarlyLoad.c does first: for `musickit play` on a PulseAudio
-/// device (`pulseaudio`, `pulseaudio:SINK`), loads libpulse before the Swift runtime starts. 1
-/// when it loaded it, 0 otherwise (the hook then begins the connection:
-/// musickit_early_pulse_connect_start). Exposed for tests.
-int musickit_early_load_start(int argc, char **argv);
+/// Whether the process-start hook of EarlyLoad.c begins the connection for this command line:
+/// `musickit play` on a PulseAudio device (`pulseaudio`, `pulseaudio:SINK`). Exposed for tests.
+int musickit_early_plays_on_pulseaudio(int argc, char **argv);
 
-/// Begins the connection to the PulseAudio server that `musickit play` will play on, on a thread
-/// of its own, as the engine's PulseAudio output begins its own (a threaded main loop and a
-/// context, connecting): libpulse must be loaded already. 1 when the thread was started; 0 when
-/// libpulse is not loaded or a connection was begun already (one per process).
+/// Loads libpulse and begins the connection to the PulseAudio server that `musickit play` will
+/// play on, on a thread of its own, as the engine's PulseAudio output begins its own (a threaded
+/// main loop and a context, connecting). 1 when the thread was started; 0 when a connection was
+/// begun already (one per process).
 int musickit_early_pulse_connect_start(void);
+
+/// Hands `job` to the thread that musickit_early_pulse_connect_start started, which runs it (with
+/// `context`) once the connection is begun, so that the command need not start a thread of its
+/// own while libpulse loads (thread creation waits for the loader). 1 when taken; 0 when there
+/// is no such thread, it has a job already, or it stopped waiting for one (100 ms after the
+/// connection was begun): the caller runs the job itself.
+int musickit_early_thread_run(void (*job)(void *), void *context);
 
 /// The main loop (pa_threaded_mainloop *) and context (pa_context *) that
 /// musickit_early_pulse_connect_start began, once begun (the context may still be connecting;
