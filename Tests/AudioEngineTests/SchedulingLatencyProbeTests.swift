@@ -16,17 +16,28 @@ final class SchedulingLatencyProbeTests: XCTestCase {
     }
 
     /// Threads of a higher real-time priority hold every CPU for 40 ms: the probe cannot run
-    /// meanwhile and must report a wake-up about that late.
+    /// meanwhile and must report a wake-up about that late. The 40 ms count from the moment the
+    /// last of them runs at that priority (a busy machine may start them late: with a fixed
+    /// start, a late one held its CPU too briefly, and the probe was never stalled).
     func testReportsAStallWhileEveryCPUIsTaken() throws {
         let probe = SchedulingLatencyProbe(realtimePriority: 10)
         let cpuCount = ProcessInfo.processInfo.activeProcessorCount
-        let start = monotonicNanoseconds() + 20_000_000
         let refused = Atomic<Int>(0)
+        let arrived = Atomic<Int>(0)
+        let allArrivedAt = Atomic<Int>(0)  // monotonic ns; 0 until the last hog runs
         let hogs = (0..<cpuCount).map { _ in
             EngineThread(name: "cpu-hog") {
-                if !EngineThread.requestRealtimePriority(20) { refused.add(1, ordering: .relaxed); return }
-                while monotonicNanoseconds() < start {}
-                while monotonicNanoseconds() < start + 40_000_000 {}
+                let priority = EngineThread.requestRealtimePriority(20)
+                if !priority { refused.add(1, ordering: .relaxed) }
+                if arrived.add(1, ordering: .acquiringAndReleasing).newValue == cpuCount {
+                    allArrivedAt.store(Int(monotonicNanoseconds()), ordering: .releasing)
+                }
+                guard priority else { return }
+                // The others get a second to arrive (a refused one arrives too), then 40 ms together.
+                let giveUp = monotonicNanoseconds() + 1_000_000_000
+                var since = 0
+                while since == 0 && monotonicNanoseconds() < giveUp { since = allArrivedAt.load(ordering: .acquiring) }
+                while since != 0 && Int(monotonicNanoseconds()) < since + 40_000_000 {}
             }
         }
         for hog in hogs { hog.join() }
