@@ -143,18 +143,22 @@ enum PlayCommand {
                 SystemCommand.printStatus(player)
             }
         }
-        let player = ApplicationMusicPlayer.shared
-        player.engineConfiguration = engineConfiguration
-        player.state.repeatMode = repeatMode
-        player.state.shuffleMode = parsed.has("--shuffle") ? .songs : .off
-        player.transition = transition
         let interactive = !parsed.has("--no-ui") && Console.isInteractive
-        if interactive && engineConfiguration.deviceName.split(separator: ":").first == "null" {
+        let hasNoClock = engineConfiguration.deviceName.split(separator: ":").first == "null"
+        if interactive && hasNoClock {
             Console.error("musickit play: --device \(engineConfiguration.deviceName) has no clock: it takes audio as fast as it "
                           + "is written, so the player would race through the songs. Use it with --no-ui (for scripts "
                           + "and tests), or pick a device that plays (`aplay -L`).\n")
             return .usage
         }
+        // A device without a clock has no deadline to keep: silence written while the decoder is
+        // behind (what speakers get) would only be more of the stream, as fast as it is written.
+        if hasNoClock { engineConfiguration.underrunBehavior = .waitForData }
+        let player = ApplicationMusicPlayer.shared
+        player.engineConfiguration = engineConfiguration
+        player.state.repeatMode = repeatMode
+        player.state.shuffleMode = parsed.has("--shuffle") ? .songs : .off
+        player.transition = transition
         return PlayerSession(player: player, interactive: interactive).run(items)
     }
 }

@@ -425,6 +425,36 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(limit.err.contains("--limit takes a number from 1 to 50, not 99"), limit.err)
     }
 
+    /// `--device null` takes audio as fast as it is written: the player waits for the decoder
+    /// instead of writing silence, so going round a song again and again reports no underrun
+    /// (it reported hundreds of seconds of "silence" a second).
+    func testTheNullDeviceWaitsForTheDecoderInsteadOfWritingSilence() throws {
+        let song = try temporaryDirectory().appendingPathComponent("short.wav")
+        try writeAudioFile(song, TestSignal.tone(hz: 440, frames: 8_820, sampleRate: 44_100, channels: 2))
+        let process = Process()
+        process.executableURL = CommandLineTests.executable
+        process.arguments = ["play", "--no-ui", "--device", "null", "--repeat", "all", song.path]
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Round the song 200 times (each a line), then stop it as Ctrl-C would.
+        var printed = ""
+        while printed.components(separatedBy: "▶").count <= 200 {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            printed += String(decoding: data, as: UTF8.self)
+        }
+        process.interrupt()
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertGreaterThan(printed.components(separatedBy: "▶").count, 200, printed + errors)
+        XCTAssertEqual(process.terminationStatus, 130, errors)
+        XCTAssertFalse((printed + errors).contains("underrun"), printed + errors)
+    }
+
     func testFilesThatAreNotAudioSayWhatTheyAre() throws {
         let folder = try temporaryDirectory()
         let noise = folder.appendingPathComponent("noise.mp3")
