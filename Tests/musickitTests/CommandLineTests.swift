@@ -11,9 +11,20 @@ final class CommandLineTests: XCTestCase {
     private func run(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil,
                      arguments executableArguments: [String]? = nil,
                      whileRunning: ((Process) -> Void)? = nil) throws -> (code: Int32, out: String, err: String) {
+        let (process, out, err) = try start(executableArguments ?? arguments, environment: environment, executable: executable)
+        whileRunning?(process)
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Starts `musickit ARGUMENTS` (or `executable`) with its output and errors on pipes.
+    private func start(_ arguments: [String], environment: [String: String] = [:],
+                       executable: URL? = nil) throws -> (process: Process, out: Pipe, err: Pipe) {
         let process = Process()
         process.executableURL = executable ?? CommandLineTests.executable
-        process.arguments = executableArguments ?? arguments
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()
         let err = Pipe()
@@ -21,11 +32,7 @@ final class CommandLineTests: XCTestCase {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        whileRunning?(process)
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        return (process, out, err)
     }
 
     static var executable: URL {
@@ -431,15 +438,7 @@ final class CommandLineTests: XCTestCase {
     func testTheNullDeviceWaitsForTheDecoderInsteadOfWritingSilence() throws {
         let song = try temporaryDirectory().appendingPathComponent("short.wav")
         try writeAudioFile(song, TestSignal.tone(hz: 440, frames: 8_820, sampleRate: 44_100, channels: 2))
-        let process = Process()
-        process.executableURL = CommandLineTests.executable
-        process.arguments = ["play", "--no-ui", "--device", "null", "--repeat", "all", song.path]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let (process, out, err) = try start(["play", "--no-ui", "--device", "null", "--repeat", "all", song.path])
         // Round the song 200 times (each a line), then stop it as Ctrl-C would.
         var printed = ""
         while printed.components(separatedBy: "▶").count <= 200 {
