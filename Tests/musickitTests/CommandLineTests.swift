@@ -19,15 +19,16 @@ final class CommandLineTests: XCTestCase {
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
     }
 
-    /// Starts `musickit ARGUMENTS` (or `executable`) with its output and errors on pipes.
-    private func start(_ arguments: [String], environment: [String: String] = [:],
-                       executable: URL? = nil) throws -> (process: Process, out: Pipe, err: Pipe) {
+    /// Starts `musickit ARGUMENTS` (or `executable`) with its output and errors on pipes (errors
+    /// on the output's, `mergingErrors`: one pipe to drain).
+    private func start(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil,
+                       mergingErrors: Bool = false) throws -> (process: Process, out: Pipe, err: Pipe) {
         let process = Process()
         process.executableURL = executable ?? CommandLineTests.executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()
-        let err = Pipe()
+        let err = mergingErrors ? out : Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -434,24 +435,29 @@ final class CommandLineTests: XCTestCase {
 
     /// `--device null` takes audio as fast as it is written: the player waits for the decoder
     /// instead of writing silence, so going round a song again and again reports no underrun
-    /// (it reported hundreds of seconds of "silence" a second).
+    /// (it reported hundreds of seconds of "silence" a second). Its own data folder: every round
+    /// is a play in the history.
     func testTheNullDeviceWaitsForTheDecoderInsteadOfWritingSilence() throws {
         let song = try temporaryDirectory().appendingPathComponent("short.wav")
         try writeAudioFile(song, TestSignal.tone(hz: 440, frames: 8_820, sampleRate: 44_100, channels: 2))
-        let (process, out, err) = try start(["play", "--no-ui", "--device", "null", "--repeat", "all", song.path])
-        // Round the song 200 times (each a line), then stop it as Ctrl-C would.
+        let (process, out, _) = try start(["play", "--no-ui", "--device", "null", "--repeat", "all", song.path],
+                                          environment: try isolatedEnvironment(), mergingErrors: true)
+        // Should Ctrl-C not end it, the test fails instead of waiting for ever.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if process.isRunning { process.terminate() } }
+        // Round the song 50 times (a line each), then stop it as Ctrl-C would, and read what is
+        // left to the end (the tool prints on while it stops: an unread pipe would hold it).
         var printed = ""
-        while printed.components(separatedBy: "▶").count <= 200 {
+        while printed.components(separatedBy: "▶").count <= 50 {
             let data = out.fileHandleForReading.availableData
             if data.isEmpty { break }
             printed += String(decoding: data, as: UTF8.self)
         }
         process.interrupt()
-        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        printed += String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        XCTAssertGreaterThan(printed.components(separatedBy: "▶").count, 200, printed + errors)
-        XCTAssertEqual(process.terminationStatus, 130, errors)
-        XCTAssertFalse((printed + errors).contains("underrun"), printed + errors)
+        XCTAssertGreaterThan(printed.components(separatedBy: "▶").count, 50, printed)
+        XCTAssertEqual(process.terminationStatus, 130, printed)
+        XCTAssertFalse(printed.contains("underrun"), printed)
     }
 
     func testFilesThatAreNotAudioSayWhatTheyAre() throws {

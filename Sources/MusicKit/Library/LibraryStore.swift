@@ -329,12 +329,17 @@ final class LibraryStore: @unchecked Sendable {
 
     // MARK: Listening history
 
-    func recordPlay(_ resource: ResourceObject, container: ResourceObject?) throws {
+    /// Adds plays to the listening history, in one transaction: each an entry and the album or
+    /// playlist it was played from.
+    func recordPlays(_ plays: some Sequence<(resource: ResourceObject, container: ResourceObject?)>) throws {
         try database.transaction {
-            try database.statement("""
+            let statement = try database.statement("""
                 INSERT INTO plays(played, type, id, json, container_type, container_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                """).run([Date().timeIntervalSince1970, resource.type, resource.id, resource.jsonValue.serialized,
-                          container?.type, container?.jsonValue.serialized])
+                """)
+            for (resource, container) in plays {
+                try statement.run([Date().timeIntervalSince1970, resource.type, resource.id, resource.jsonValue.serialized,
+                                   container?.type, container?.jsonValue.serialized])
+            }
         }
     }
 

@@ -19,6 +19,8 @@ import Synchronization
 /// (a container's pages from the environment it was made in).
 final class PlaybackServices: Sendable {
     private let historyQueue = DispatchQueue(label: "musickit.player.history")
+    /// Plays waiting for the history's queue; a write is scheduled while there are any.
+    private let pendingPlays = Mutex<[PendingPlay]>([])
 
     init() {}
 
@@ -188,15 +190,44 @@ final class PlaybackServices: Sendable {
 
     /// Adds `entry` to the listening history unless the person switched "Use Listening
     /// History" off, on the history's own queue; `failed` is called with the reason when the
-    /// library cannot take it.
+    /// library cannot take it. Plays that come while a write is pending go with it, in one
+    /// transaction (a device without a clock goes round a short song hundreds of times a
+    /// second: one write each kept the process busy for minutes after it was stopped).
     func recordPlay(of entry: MusicPlayer.Queue.Entry, failed: @escaping @Sendable (String) -> Void) {
-        let environment = MusicKitEnvironment.current
-        historyQueue.async {
-            guard AccountStore.load(environment).account.usesListeningHistory else { return }
+        let play = PendingPlay(entry: entry, environment: .current, failed: failed)
+        let isFirst = pendingPlays.withLock { pending in
+            pending.append(play)
+            return pending.count == 1
+        }
+        if isFirst { historyQueue.async { self.writePendingPlays() } }
+    }
+
+    private struct PendingPlay: Sendable {
+        let entry: MusicPlayer.Queue.Entry
+        let environment: MusicKitEnvironment
+        let failed: @Sendable (String) -> Void
+    }
+
+    /// On the history's queue: the plays asked for since the last write, those of one
+    /// environment together.
+    private func writePendingPlays() {
+        let plays = pendingPlays.withLock { pending in
+            defer { pending = [] }
+            return pending
+        }
+        var start = plays.startIndex
+        while start < plays.endIndex {
+            let environment = plays[start].environment
+            let end = plays[start...].firstIndex { $0.environment != environment } ?? plays.endIndex
+            let batch = plays[start..<end]
+            start = end
+            guard AccountStore.load(environment).account.usesListeningHistory else { continue }
             do {
-                try MusicLibraryService.open(environment).withStore { try $0.recordPlay(entry.resource, container: entry.container) }
+                try MusicLibraryService.open(environment).withStore { store in
+                    try store.recordPlays(batch.map { (resource: $0.entry.resource, container: $0.entry.container) })
+                }
             } catch {
-                failed("could not record “\(entry.title)” in the listening history: \(error)")
+                for play in batch { play.failed("could not record “\(play.entry.title)” in the listening history: \(error)") }
             }
         }
     }
