@@ -249,6 +249,24 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(try captured(), pcm16(signals[0]))
     }
 
+    /// Plays that come faster than the history is written (a short song, repeated, on a device
+    /// without a clock) are written together, and none is lost.
+    func testEveryPlayOfARepeatedSongIsInTheHistory() async throws {
+        let (songs, _) = try GeneratedSongs.tones([500], frames: 441, into: directory)
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        player.state.repeatMode = .one
+        try await player.play()
+        await log.wait("200 plays") { $0.startedTitles.count >= 200 }
+        player.stop()
+        player.waitForHistoryWrites()
+        let started = log.startedTitles.count
+        let recorded = try MusicLibraryService.open().withStore { try $0.plays(since: .distantPast, limit: 100_000) }
+        XCTAssertEqual(recorded.count, started, "one play in the history per start")
+        XCTAssertEqual(Set(recorded.map(\.entry.id)), [songs[0].id.rawValue], "the song, each time")
+    }
+
     func testPlaybackTimeSetBeforePlayStartsThere() async throws {
         let signal = TestSignal.sweep(frames: 44_100)
         let songs = try GeneratedSongs.cut(signal, at: [], into: directory)
