@@ -310,13 +310,18 @@ public final class AudioEngine: Sendable {
         }
     }
 
+    /// Passes on an event of `session` while it is the engine's session. A stopped or replaced
+    /// session's late events are dropped: its tokens are its provider's, and the next session's
+    /// provider may give the same numbers to other entries (a late start of the old session's
+    /// could be taken for the new queue's first entry).
     private func deliver(_ event: AudioEngineEvent, from session: EngineSession) {
-        control.withLock { state in
-            guard state.session === session else { return }
+        let isCurrent = control.withLock { state in
+            guard state.session === session else { return false }
             if event == .queueFinished { state.status = .finished }
             if case .deviceFailed = event { state.status = .stopped }
+            return true
         }
-        listeners.emit(event)
+        if isCurrent { listeners.emit(event) }
     }
 
     // MARK: - Session
