@@ -314,7 +314,7 @@ public final class AudioEngine: Sendable {
     /// session's late events are dropped: its tokens are its provider's, and the next session's
     /// provider may give the same numbers to other entries (a late start of the old session's
     /// could be taken for the new queue's first entry).
-    private func deliver(_ event: AudioEngineEvent, from session: EngineSession) {
+    func deliver(_ event: AudioEngineEvent, from session: EngineSession) {
         let isCurrent = control.withLock { state in
             guard state.session === session else { return false }
             if event == .queueFinished { state.status = .finished }
@@ -323,6 +323,9 @@ public final class AudioEngine: Sendable {
         }
         if isCurrent { listeners.emit(event) }
     }
+
+    /// The open session, if any (for tests).
+    var currentSession: EngineSession? { control.withLock { $0.session } }
 
     // MARK: - Session
 

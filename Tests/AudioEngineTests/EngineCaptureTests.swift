@@ -332,6 +332,29 @@ final class EngineCaptureTests: XCTestCase {
         }
     }
 
+    /// An event that a session sends after it was stopped is not passed on (a start of the old
+    /// queue's entry could be taken for the next queue's entry of the same number); one from the
+    /// open session is.
+    func testAStoppedSessionsLateEventIsNotPassedOn() throws {
+        let paths = try album(TestSignal.sweep(frames: 4_410), cuts: [])
+        let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.prepare()
+        let stopped = try XCTUnwrap(engine.currentSession)
+        engine.stop()
+        let late = AudioEngineEvent.entryStarted(AudioEntry.Token(rawValue: 1), streamFrame: 0)
+        engine.deliver(late, from: stopped)
+        XCTAssertFalse(recorder.events.contains(late), "\(recorder.events)")
+
+        try engine.prepare()
+        let open = try XCTUnwrap(engine.currentSession)
+        XCTAssertFalse(open === stopped)
+        engine.deliver(late, from: open)
+        XCTAssertTrue(recorder.events.contains(late), "\(recorder.events)")
+        engine.stop()
+    }
+
     func testPrepareFillsTheDeviceSoPlayOnlyStartsIt() throws {
         let signal = TestSignal.sweep(frames: 30_000)
         let paths = try album(signal, cuts: [])
