@@ -38,16 +38,22 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(player.state.audioVariant, .lossless)
     }
 
-    func testRepeatOnePlaysTheEntryAgainAndRepeatAllTheQueue() async throws {
-        let (songs, signals) = try GeneratedSongs.tones([440, 660], frames: 4_410, into: directory)
+    /// A player that plays `songs` repeating one until `starts` entries started, then stopped.
+    private func playRepeatingOne(_ songs: [Song], untilStarts starts: Int) async throws -> (ApplicationMusicPlayer, PlayerEventLog) {
         let player = makePlayer()
         let log = PlayerEventLog(player)
         player.queue = ApplicationMusicPlayer.Queue(for: songs)
         player.state.repeatMode = .one
         try await player.play()
-        // The fourth start: the third play is then written out whole (stop() ends the capture).
-        await log.wait("four plays") { $0.startedTitles.count >= 4 }
+        await log.wait("\(starts) starts") { $0.startedTitles.count >= starts }
         player.stop()
+        return (player, log)
+    }
+
+    func testRepeatOnePlaysTheEntryAgainAndRepeatAllTheQueue() async throws {
+        let (songs, signals) = try GeneratedSongs.tones([440, 660], frames: 4_410, into: directory)
+        // The fourth start: the third play is then written out whole (stop() ends the capture).
+        let (player, log) = try await playRepeatingOne(songs, untilStarts: 4)
         XCTAssertEqual(Array(log.startedTitles.prefix(3)), ["Tone 1", "Tone 1", "Tone 1"])
         let once = pcm16(signals[0])
         XCTAssertEqual(Array(try captured().prefix(3 * once.count)), once + once + once)
@@ -253,13 +259,7 @@ final class PlayerCaptureTests: XCTestCase {
     /// without a clock) are written together, and none is lost.
     func testEveryPlayOfARepeatedSongIsInTheHistory() async throws {
         let (songs, _) = try GeneratedSongs.tones([500], frames: 441, into: directory)
-        let player = makePlayer()
-        let log = PlayerEventLog(player)
-        player.queue = ApplicationMusicPlayer.Queue(for: songs)
-        player.state.repeatMode = .one
-        try await player.play()
-        await log.wait("200 plays") { $0.startedTitles.count >= 200 }
-        player.stop()
+        let (player, log) = try await playRepeatingOne(songs, untilStarts: 200)
         player.waitForHistoryWrites()
         let started = log.startedTitles.count
         let recorded = try MusicLibraryService.open().withStore { try $0.plays(since: .distantPast, limit: 100_000) }
