@@ -18,7 +18,7 @@ final class PersonalRecommendationsTests: XCTestCase {
         let tracks = try await album.with([.tracks]).tracks ?? []
         XCTAssertGreaterThanOrEqual(tracks.count, count)
         try MusicLibraryService.open().withStore { store in
-            try store.recordPlays(tracks.prefix(count).map { (resource: $0.resource, container: album.resource) })
+            try store.recordPlays(tracks.prefix(count).map { (played: Date(), resource: $0.resource, container: album.resource) })
         }
     }
 

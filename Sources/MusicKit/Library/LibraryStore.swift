@@ -329,15 +329,15 @@ final class LibraryStore: @unchecked Sendable {
 
     // MARK: Listening history
 
-    /// Adds plays to the listening history, in one transaction: each an entry and the album or
-    /// playlist it was played from.
-    func recordPlays(_ plays: some Sequence<(resource: ResourceObject, container: ResourceObject?)>) throws {
+    /// Adds plays to the listening history, in one transaction: each when it was heard, the entry
+    /// and the album or playlist it was played from.
+    func recordPlays(_ plays: some Sequence<(played: Date, resource: ResourceObject, container: ResourceObject?)>) throws {
         try database.transaction {
             let statement = try database.statement("""
                 INSERT INTO plays(played, type, id, json, container_type, container_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                 """)
-            for (resource, container) in plays {
-                try statement.run([Date().timeIntervalSince1970, resource.type, resource.id, resource.jsonValue.serialized,
+            for (played, resource, container) in plays {
+                try statement.run([played.timeIntervalSince1970, resource.type, resource.id, resource.jsonValue.serialized,
                                    container?.type, container?.jsonValue.serialized])
             }
         }

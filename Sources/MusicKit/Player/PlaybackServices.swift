@@ -194,7 +194,7 @@ final class PlaybackServices: Sendable {
     /// transaction (a device without a clock goes round a short song hundreds of times a
     /// second: one write each kept the process busy for minutes after it was stopped).
     func recordPlay(of entry: MusicPlayer.Queue.Entry, failed: @escaping @Sendable (String) -> Void) {
-        let play = PendingPlay(entry: entry, environment: .current, failed: failed)
+        let play = PendingPlay(played: Date(), entry: entry, environment: .current, failed: failed)
         let isFirst = pendingPlays.withLock { pending in
             pending.append(play)
             return pending.count == 1
@@ -203,6 +203,8 @@ final class PlaybackServices: Sendable {
     }
 
     private struct PendingPlay: Sendable {
+        /// When it was heard: a play waiting for a write is recorded at its own time.
+        let played: Date
         let entry: MusicPlayer.Queue.Entry
         let environment: MusicKitEnvironment
         let failed: @Sendable (String) -> Void
@@ -224,7 +226,9 @@ final class PlaybackServices: Sendable {
             guard AccountStore.load(environment).account.usesListeningHistory else { continue }
             do {
                 try MusicLibraryService.open(environment).withStore { store in
-                    try store.recordPlays(batch.map { (resource: $0.entry.resource, container: $0.entry.container) })
+                    try store.recordPlays(batch.map { play in
+                        (played: play.played, resource: play.entry.resource, container: play.entry.container)
+                    })
                 }
             } catch {
                 for play in batch { play.failed("could not record “\(play.entry.title)” in the listening history: \(error)") }
