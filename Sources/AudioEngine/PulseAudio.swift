@@ -95,8 +95,9 @@ struct LibPulse: @unchecked Sendable {
 }
 
 /// A playback stream on a PulseAudio (or PipeWire) server through libpulse, behaving as the
-/// engine expects of a PCM (see `PCMDevice`): created corked and empty, so nothing plays until
-/// `start()`; `drop()` and `prepare()` cork and flush it; `pause` corks in place. A skip is a
+/// engine expects of a PCM (see `PCMDevice`): created empty and below its start threshold, so
+/// nothing plays until `start()` triggers it; `drop()` and `prepare()` cork and flush it (and the
+/// next `start()` uncorks it); `pause` corks in place. A skip is a
 /// flush of the server's buffer on the open stream, where ALSA's pulse plugin makes a new stream.
 ///
 /// Threading: libpulse's threaded main loop runs the connection on a thread of its own; every
@@ -122,6 +123,9 @@ final class PulseStream: @unchecked Sendable {
     private let deviceName: String
     private let bytesPerFrame: Int
     fileprivate var ranDry = false
+    /// Whether the stream is corked (paused at the server): after `drop()` and `pause(true)`,
+    /// until `start()` or `pause(false)`.
+    private var isCorked = false
     fileprivate var hasFailed = false
     /// Frames written since the last flush: the delay while the server has not yet reported
     /// timing for the stream (right after a flush, nothing written since was played), and the
@@ -224,12 +228,17 @@ final class PulseStream: @unchecked Sendable {
             // The server's buffer is the engine's device buffer; it asks for each period as soon as
             // there is room for it (early requests), and after running dry it plays again once all
             // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
+            // Not corked at first, as the plugin's is not: nothing is written before `start()`, and
+            // a stream made corked and uncorked by its first start was heard a block of the sink
+            // later (the uncork's rewind of the sink came before the trigger made the frames
+            // playable): `musickit play FILE` 0.54 ms later at the monitor, the song's first ~80
+            // frames landing in a block already sent (Benchmarks/RESULTS.md, 2026-12-01 evening).
             let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
             let periodBytes = request.periodSizeInFrames * bytesPerFrame
             var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(bufferBytes),
                                             prebuf: UInt32(bufferBytes - periodBytes), minreq: UInt32(periodBytes),
                                             fragsize: UInt32.max)
-            let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_CORKED.rawValue | PA_STREAM_INTERPOLATE_TIMING.rawValue
+            let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue
                                           | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
             if library.streamConnectPlayback(stream, sink, &attributes, flags, nil, nil) < 0 { throw failure("pa_stream_connect_playback") }
             while true {
@@ -370,7 +379,10 @@ final class PulseStream: @unchecked Sendable {
     func start() -> Int32 {
         locked { stream in
             if hasFailed { return -EIO }
-            release(library.streamCork(stream, 0, nil, nil))
+            if isCorked {
+                release(library.streamCork(stream, 0, nil, nil))
+                isCorked = false
+            }
             release(library.streamTrigger(stream, nil, nil))
             return 0
         }
@@ -381,6 +393,7 @@ final class PulseStream: @unchecked Sendable {
         locked { stream in
             if hasFailed { return -EIO }
             release(library.streamCork(stream, 1, nil, nil))
+            isCorked = true
             release(library.streamFlush(stream, nil, nil))
             ranDry = false
             framesSinceFlush = 0
@@ -402,6 +415,7 @@ final class PulseStream: @unchecked Sendable {
         locked { stream in
             if hasFailed { return -EIO }
             release(library.streamCork(stream, enable ? 1 : 0, nil, nil))
+            isCorked = enable
             return 0
         }
     }
