@@ -198,7 +198,8 @@ struct EngineBenchmarks {
                        values: [Double(statistics.underruns + statistics.xruns)],
                        note: "\(load); underruns \(statistics.underruns), xruns \(statistics.xruns), \(buffer)realtime thread: "
                            + "\(statistics.isRealtime); at the monitor: \(check.mismatchedFrames) of \(check.comparedFrames) "
-                           + "frames differ from the file (landing +\(check.landingFrame.map(String.init) ?? "?")); "
+                           + "frames differ from the file (landing +\(check.landingFrame.map(String.init) ?? "?")"
+                           + (check.firstDifferenceDescription.map { "; \($0)" } ?? "") + "); "
                            + SchedulingLatencyProbe.describe(stalls)))
     }
 }

@@ -21,6 +21,11 @@ public struct StartCheck: Sendable, CustomStringConvertible {
     /// The track frame the heard audio begins at, searched in the whole track (diagnostics:
     /// a start at the wrong place); nil when the heard audio is not in the track.
     public var heardTrackFrame: Int? = nil
+    /// When frames differed: the first that did (frames after the landing), and how far the
+    /// heard audio is from the track once it is in step with it again — positive, frames were
+    /// lost; negative, frames were inserted (silence, repeats); 0, frames were altered in place;
+    /// nil when it is not in step again within two seconds.
+    public var firstDifference: (frame: Int, trackOffset: Int?)? = nil
 
     /// Whether the start is intact: nothing before the call, the track from its expected
     /// frame (within `landingFloor` frames the monitor cannot see), and no glitch after.
@@ -36,6 +41,19 @@ public struct StartCheck: Sendable, CustomStringConvertible {
             ?? heardTrackFrame.map { "from track frame \($0), not the expected one" } ?? "not the track"
         return "\(time), \(framesHeardBeforeCall) frames heard before the call, \(landing), "
             + "\(mismatchedFrames) of \(comparedFrames) frames after it differ"
+            + (firstDifferenceDescription.map { " (\($0))" } ?? "")
+    }
+
+    /// "the first at frame N: K frames lost" and the like; nil when none differed.
+    public var firstDifferenceDescription: String? {
+        guard let (frame, offset) = firstDifference else { return nil }
+        let what = switch offset {
+        case nil: "not in step with the track again within two seconds"
+        case 0?: "altered in place, in step after"
+        case let lost? where lost > 0: "\(lost) frames lost, in step after"
+        case let inserted?: "\(-inserted) frames inserted, in step after"
+        }
+        return "the first at frame \(frame) after the landing: \(what)"
     }
 }
 
@@ -88,10 +106,38 @@ extension MonitorRecorder {
                               heardTrackFrame: Self.locate(heard, in: track, from: 0, searchFrames: track.count / 2))
         }
         let compared = max(0, min(compareFrames, heard.count / 2, track.count / 2 - start))
-        return StartCheck(milliseconds: milliseconds, framesHeardBeforeCall: heardBefore,
-                          landingFrame: start - expectedFrame, comparedFrames: compared,
-                          mismatchedFrames: Self.differingFrames(heard, from: 0, track, from: start, count: compared),
-                          heardTrackFrame: start)
+        var check = StartCheck(milliseconds: milliseconds, framesHeardBeforeCall: heardBefore,
+                               landingFrame: start - expectedFrame, comparedFrames: compared,
+                               mismatchedFrames: Self.differingFrames(heard, from: 0, track, from: start, count: compared),
+                               heardTrackFrame: start)
+        if check.mismatchedFrames > 0 {
+            check.firstDifference = Self.firstDifference(heard, track, trackFrame: start, count: compared,
+                                                         windowFrames: sampleRate)
+        }
+        return check
+    }
+
+    /// The first of `count` frames of `heard` that differs from `track` from `trackFrame`, and
+    /// the offset at which `heard` follows the track again: the first heard frame within two
+    /// windows after it whose next 32 frames are the track's, from a window before to two
+    /// after where they should be.
+    public static func firstDifference(_ heard: [Int16], _ track: [Int16], trackFrame: Int, count: Int,
+                                windowFrames: Int) -> (frame: Int, trackOffset: Int?)? {
+        guard let first = (0..<count).first(where: { frame in
+            heard[frame * 2] != track[(trackFrame + frame) * 2] || heard[frame * 2 + 1] != track[(trackFrame + frame) * 2 + 1]
+        }) else { return nil }
+        let probeFrames = 32
+        var frame = first
+        while frame + probeFrames <= min(heard.count / 2, first + 2 * windowFrames) {
+            let probe = Array(heard[(frame * 2)..<((frame + probeFrames) * 2)])
+            let expected = trackFrame + frame
+            if probe.contains(where: { $0 != 0 }),
+               let found = locate(probe, in: track, from: max(0, expected - windowFrames), searchFrames: 3 * windowFrames) {
+                return (first, found - expected)
+            }
+            frame += probeFrames
+        }
+        return (first, nil)
     }
 
     /// The recorded samples from recording frame `frame` on, from the chunks that arrived
