@@ -123,9 +123,7 @@ extension MonitorRecorder {
     /// after where they should be.
     public static func firstDifference(_ heard: [Int16], _ track: [Int16], trackFrame: Int, count: Int,
                                 windowFrames: Int) -> (frame: Int, trackOffset: Int?)? {
-        guard let first = (0..<count).first(where: { frame in
-            heard[frame * 2] != track[(trackFrame + frame) * 2] || heard[frame * 2 + 1] != track[(trackFrame + frame) * 2 + 1]
-        }) else { return nil }
+        guard let first = (0..<count).first(where: { frameDiffers(heard, $0, track, trackFrame + $0) }) else { return nil }
         let probeFrames = 32
         var frame = first
         while frame + probeFrames <= min(heard.count / 2, first + 2 * windowFrames) {
@@ -158,11 +156,16 @@ extension MonitorRecorder {
     static func differingFrames(_ heard: [Int16], from heardFrame: Int, _ track: [Int16], from trackFrame: Int,
                                 count: Int) -> Int {
         var differing = 0
-        for frame in 0..<count where heard[(heardFrame + frame) * 2] != track[(trackFrame + frame) * 2]
-            || heard[(heardFrame + frame) * 2 + 1] != track[(trackFrame + frame) * 2 + 1] {
+        for frame in 0..<count where frameDiffers(heard, heardFrame + frame, track, trackFrame + frame) {
             differing += 1
         }
         return differing
+    }
+
+    /// Whether stereo frame `heardFrame` of `heard` differs from frame `trackFrame` of `track`.
+    @inline(__always)
+    static func frameDiffers(_ heard: [Int16], _ heardFrame: Int, _ track: [Int16], _ trackFrame: Int) -> Bool {
+        heard[heardFrame * 2] != track[trackFrame * 2] || heard[heardFrame * 2 + 1] != track[trackFrame * 2 + 1]
     }
 
     static func nonSilentFrames(_ samples: [Int16]) -> Int {
@@ -182,14 +185,8 @@ extension MonitorRecorder {
         guard probe > 0 else { return nil }
         let last = min(from + searchFrames, track.count / 2 - probe)
         guard from <= last else { return nil }
-        for candidate in from...last where track[candidate * 2] == heard[0] && track[candidate * 2 + 1] == heard[1] {
-            var matches = true
-            for frame in 1..<probe where track[(candidate + frame) * 2] != heard[frame * 2]
-                || track[(candidate + frame) * 2 + 1] != heard[frame * 2 + 1] {
-                matches = false
-                break
-            }
-            if matches { return candidate }
+        for candidate in from...last where !frameDiffers(heard, 0, track, candidate) {
+            if !(1..<probe).contains(where: { frameDiffers(heard, $0, track, candidate + $0) }) { return candidate }
         }
         return nil
     }
