@@ -230,9 +230,9 @@ final class PulseStream: @unchecked Sendable {
             // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
             // Not corked at first, as the plugin's is not: nothing is written before `start()`, and
             // a stream made corked and uncorked by its first start was heard a block of the sink
-            // later (the uncork's rewind of the sink came before the trigger made the frames
-            // playable): `musickit play FILE` 0.54 ms later at the monitor, the song's first ~80
-            // frames landing in a block already sent (Benchmarks/RESULTS.md, 2026-12-01 evening).
+            // later (probably the uncork's rewind of the sink coming before the trigger made the
+            // frames playable): `musickit play FILE` 0.54 ms later at the monitor, the song's first
+            // ~80 frames landing in a block already sent (Benchmarks/RESULTS.md, 2026-12-01 evening).
             let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
             let periodBytes = request.periodSizeInFrames * bytesPerFrame
             var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(bufferBytes),
