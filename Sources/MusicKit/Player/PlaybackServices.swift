@@ -97,38 +97,45 @@ final class PlaybackServices: Sendable {
     /// file or a library song reads no account before its first sound (~0.25 ms of a play
     /// command's start), and one that never meets catalog content reads none at all.
     final class SessionCatalogAccess: Sendable {
-        private let decided: Mutex<CatalogAccess?>
-        private let decide: @Sendable () -> CatalogAccess
+        private enum State {
+            case decided(CatalogAccess)
+            case undecided(decide: @Sendable () -> CatalogAccess)
+        }
 
-        private init(decided: CatalogAccess?, decide: @escaping @Sendable () -> CatalogAccess) {
-            self.decided = Mutex(decided)
-            self.decide = decide
+        private let state: Mutex<State>
+
+        private init(_ state: State) {
+            self.state = Mutex(state)
         }
 
         static func decided(_ access: CatalogAccess) -> SessionCatalogAccess {
-            SessionCatalogAccess(decided: access) { access }
+            SessionCatalogAccess(.decided(access))
         }
 
         /// Decided from `environment`'s account the first time it is read: what
         /// `catalogAccess(in:)` says, or why the app may not play catalog content.
         static func whenNeeded(in environment: MusicKitEnvironment) -> SessionCatalogAccess {
-            SessionCatalogAccess(decided: nil) {
+            SessionCatalogAccess(.undecided {
                 do {
                     return try PlaybackServices.catalogAccess(in: environment)
                 } catch {
                     // Library songs play without authorization; catalog entries say why they do not.
                     return .denied(reason: "the app may not play it (\(error))")
                 }
-            }
+            })
         }
 
         /// The access, deciding it (once) when it was left for later.
         var value: CatalogAccess {
-            decided.withLock { decided in
-                if let decided { return decided }
-                let access = decide()
-                decided = access
-                return access
+            state.withLock { state in
+                switch state {
+                case .decided(let access):
+                    return access
+                case .undecided(let decide):
+                    let access = decide()
+                    state = .decided(access)
+                    return access
+                }
             }
         }
     }
