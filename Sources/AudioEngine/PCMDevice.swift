@@ -106,11 +106,11 @@ final class PCMDevice: @unchecked Sendable {
     }
 
     /// Readies a dropped device for writing; on a running stream whose `prepareDiscardsPlayback`,
-    /// also discards what it holds.
+    /// also discards what it holds (the native stream: its next write replaces it in place).
     @inline(__always) func prepare() -> Int32 {
         switch output {
         case .alsa(let pcm): pcm.prepare()
-        case .pulse(let stream): stream.drop()
+        case .pulse(let stream): stream.prepare()
         }
     }
 

@@ -96,9 +96,11 @@ struct LibPulse: @unchecked Sendable {
 
 /// A playback stream on a PulseAudio (or PipeWire) server through libpulse, behaving as the
 /// engine expects of a PCM (see `PCMDevice`): created empty and below its start threshold, so
-/// nothing plays until `start()` triggers it; `drop()` and `prepare()` cork and flush it (and the
-/// next `start()` uncorks it); `pause` corks in place. A skip is a
-/// flush of the server's buffer on the open stream, where ALSA's pulse plugin makes a new stream.
+/// nothing plays until `start()` triggers it; `drop()` corks and flushes it (and the next
+/// `start()` uncorks it); `pause` corks in place. A skip or a seek while playing is `prepare()`
+/// and then the new frames and `start()`: the first write replaces what the server holds from
+/// its read position on (`PA_SEEK_RELATIVE_ON_READ`), the stream never stopped, where ALSA's
+/// pulse plugin makes a new stream.
 ///
 /// Threading: libpulse's threaded main loop runs the connection on a thread of its own; every
 /// call here takes that loop's lock, and its callbacks wake the audio thread through `events`,
@@ -127,6 +129,10 @@ final class PulseStream: @unchecked Sendable {
     /// until `start()` or `pause(false)`.
     private var isCorked = false
     fileprivate var hasFailed = false
+    /// Whether the next write replaces what the server holds, from the frame it plays next (a
+    /// flush instead when `start()` or `pause` comes first): `prepare()` on a running stream.
+    /// Until then the old frames play on.
+    private var replacesOnNextWrite = false
     /// Frames written since the last flush: the delay while the server has not yet reported
     /// timing for the stream (right after a flush, nothing written since was played), and the
     /// room left in the buffer the flush emptied (see `roomInFrames`).
@@ -334,7 +340,7 @@ final class PulseStream: @unchecked Sendable {
         events.drain()
         return locked { stream in
             if hasFailed { return -Int(EIO) }
-            if ranDry { return -Int(EPIPE) }
+            if ranDry && !replacesOnNextWrite { return -Int(EPIPE) }
             return roomInFrames(stream)
         }
     }
@@ -353,12 +359,20 @@ final class PulseStream: @unchecked Sendable {
     func write(_ bytes: UnsafeRawPointer, frameCount: Int) -> Int {
         locked { stream in
             if hasFailed { return -Int(EIO) }
-            if ranDry { return -Int(EPIPE) }
+            if ranDry && !replacesOnNextWrite { return -Int(EPIPE) }
             let frames = min(frameCount, roomInFrames(stream))
             if frames == 0 { return -Int(EAGAIN) }
-            // No free callback: libpulse copies the frames into its own memory block.
-            let result = library.streamWrite(stream, bytes, frames * bytesPerFrame, nil, 0, PA_SEEK_RELATIVE)
+            // No free callback: libpulse copies the frames into its own memory block. A write after
+            // `prepare()` goes in from the frame the server plays next, over what it held: what it
+            // held beyond the new frames is written over by the next periods (the engine writes
+            // whole periods, padded with silence when the queue ends: nothing of it plays).
+            let seek = replacesOnNextWrite ? PA_SEEK_RELATIVE_ON_READ : PA_SEEK_RELATIVE
+            let result = library.streamWrite(stream, bytes, frames * bytesPerFrame, nil, 0, seek)
             if result < 0 { return -Int(EIO) }
+            if replacesOnNextWrite {
+                replacesOnNextWrite = false
+                ranDry = false
+            }
             framesSinceFlush += frames
             return frames
         }
@@ -379,6 +393,7 @@ final class PulseStream: @unchecked Sendable {
     func start() -> Int32 {
         locked { stream in
             if hasFailed { return -EIO }
+            flushIfPrepared(stream)
             if isCorked {
                 release(library.streamCork(stream, 0, nil, nil))
                 isCorked = false
@@ -395,10 +410,40 @@ final class PulseStream: @unchecked Sendable {
             release(library.streamCork(stream, 1, nil, nil))
             isCorked = true
             release(library.streamFlush(stream, nil, nil))
+            replacesOnNextWrite = false
             ranDry = false
             framesSinceFlush = 0
             return 0
         }
+    }
+
+    /// Readies the stream for new frames. A corked one is flushed (`drop()`); on a running one,
+    /// the next write replaces what the server holds, from the frame it plays next (a skip or a
+    /// seek while playing, which `start()` follows at once). The new frames are then heard from
+    /// their first: corked, flushed and uncorked by the start, the stream was heard a block of the
+    /// sink later and the new frames' first ~80 were missing at the monitor, landing +74…+84
+    /// (Benchmarks/RESULTS.md, 2026-12-01).
+    func prepare() -> Int32 {
+        locked { stream in
+            if hasFailed { return -EIO }
+            if isCorked {
+                release(library.streamFlush(stream, nil, nil))
+            } else {
+                replacesOnNextWrite = true
+            }
+            ranDry = false
+            framesSinceFlush = 0
+            return 0
+        }
+    }
+
+    /// The flush of what the server holds when `start()` or `pause` comes after `prepare()` with
+    /// nothing written since (under the loop's lock).
+    private func flushIfPrepared(_ stream: LibPulse.Stream) {
+        guard replacesOnNextWrite else { return }
+        replacesOnNextWrite = false
+        release(library.streamFlush(stream, nil, nil))
+        ranDry = false
     }
 
     /// After the server's buffer ran dry: what was written since stays queued (the server plays
@@ -414,6 +459,7 @@ final class PulseStream: @unchecked Sendable {
     func pause(_ enable: Bool) -> Int32 {
         locked { stream in
             if hasFailed { return -EIO }
+            flushIfPrepared(stream)
             release(library.streamCork(stream, enable ? 1 : 0, nil, nil))
             isCorked = enable
             return 0

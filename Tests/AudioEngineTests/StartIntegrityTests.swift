@@ -57,6 +57,8 @@ final class StartIntegrityTests: XCTestCase {
     func testNativeSkipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame() throws { try skipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame(on: .nativePulseAudio) }
     func testSkipFromSoundToSoundLeavesNothingOfTheOldEntry() throws { try skipFromSoundToSoundLeavesNothingOfTheOldEntry(on: .pulsePlugin) }
     func testNativeSkipFromSoundToSoundLeavesNothingOfTheOldEntry() throws { try skipFromSoundToSoundLeavesNothingOfTheOldEntry(on: .nativePulseAudio) }
+    func testSkipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt() throws { try skipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt(on: .pulsePlugin) }
+    func testNativeSkipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt() throws { try skipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt(on: .nativePulseAudio) }
     func testSeekWhilePausedIsSilentAndResumesAtTheTarget() throws { try seekWhilePausedIsSilentAndResumesAtTheTarget(on: .pulsePlugin) }
     func testNativeSeekWhilePausedIsSilentAndResumesAtTheTarget() throws { try seekWhilePausedIsSilentAndResumesAtTheTarget(on: .nativePulseAudio) }
     func testSkipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame() throws { try skipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame(on: .pulsePlugin) }
@@ -145,6 +147,38 @@ final class StartIntegrityTests: XCTestCase {
         XCTAssertLessThanOrEqual(check.landingFrame ?? .max, Self.monitorLandingFloor, "from its first frame (\(check))")
         XCTAssertGreaterThanOrEqual(check.comparedFrames, 44_100, "a second compared (\(check))")
         XCTAssertEqual(check.mismatchedFrames, 0, "bit-exact after the skip (\(check))")
+        engine.stop()
+    }
+
+    /// A skip while playing to a last entry shorter than the device buffer (20 ms): what the
+    /// device held of the old entry beyond the new one's frames must not play after them (the
+    /// native stream replaces the server's buffer in place rather than flushing it).
+    private func skipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt(on output: Output) throws {
+        let recorder = try recorder()
+        let engine = try engine(on: output)
+        settle(recorder)
+        let toneURL = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(toneURL, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
+        let shortFrames = 882
+        let shortURL = directory.appendingPathComponent("short.flac")
+        let sweepSignal = TestSignal.sweep(frames: 3 * 44_100, startHz: 200, endHz: 3_000)
+        try writeAudioFile(shortURL, Array(sweepSignal.prefix(shortFrames * 2)))
+        let short = Array(sweep.prefix(shortFrames * 2))
+        engine.setQueue(AudioEntryList(paths: [toneURL.path, shortURL.path]))
+        try engine.play()
+        usleep(600_000)  // the tone is heard; the short entry is prerolled
+        let call = monotonicNanoseconds()
+        engine.skipToNextEntry()
+        usleep(500_000)  // the short entry played, and the queue ended
+        let heard = recorder.samples(after: call)
+        // Where the short entry's last 32 frames were heard; after them, nothing but silence.
+        let tail = Array(short.suffix(64))
+        let end = stride(from: 0, through: heard.count - tail.count, by: 2).first { Array(heard[$0..<($0 + tail.count)]) == tail }
+        let tailStart = try XCTUnwrap(end, "the short entry was heard to its last frame")
+        let after = heard[(tailStart + tail.count)...]
+        let sounding = after.filter { $0 != 0 }.count / 2
+        XCTAssertEqual(sounding, 0, "frames heard after the last entry's end (of \(after.count / 2))")
+        XCTAssertGreaterThan(after.count / 2, 44_100 / 10, "at least 100 ms recorded after it")
         engine.stop()
     }
 
