@@ -59,6 +59,8 @@ final class StartIntegrityTests: XCTestCase {
     func testNativeSkipFromSoundToSoundLeavesNothingOfTheOldEntry() throws { try skipFromSoundToSoundLeavesNothingOfTheOldEntry(on: .nativePulseAudio) }
     func testSkipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt() throws { try skipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt(on: .pulsePlugin) }
     func testNativeSkipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt() throws { try skipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt(on: .nativePulseAudio) }
+    func testSeekWhilePlayingIsHeardFromTheTargetFrame() throws { try seekWhilePlayingIsHeardFromTheTargetFrame(on: .pulsePlugin) }
+    func testNativeSeekWhilePlayingIsHeardFromTheTargetFrame() throws { try seekWhilePlayingIsHeardFromTheTargetFrame(on: .nativePulseAudio) }
     func testSeekWhilePausedIsSilentAndResumesAtTheTarget() throws { try seekWhilePausedIsSilentAndResumesAtTheTarget(on: .pulsePlugin) }
     func testNativeSeekWhilePausedIsSilentAndResumesAtTheTarget() throws { try seekWhilePausedIsSilentAndResumesAtTheTarget(on: .nativePulseAudio) }
     func testSkipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame() throws { try skipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame(on: .pulsePlugin) }
@@ -179,6 +181,26 @@ final class StartIntegrityTests: XCTestCase {
         let sounding = after.filter { $0 != 0 }.count / 2
         XCTAssertEqual(sounding, 0, "frames heard after the last entry's end (of \(after.count / 2))")
         XCTAssertGreaterThan(after.count / 2, 44_100 / 10, "at least 100 ms recorded after it")
+        engine.stop()
+    }
+
+    private func seekWhilePlayingIsHeardFromTheTargetFrame(on output: Output) throws {
+        let recorder = try recorder()
+        let engine = try engine(on: output)
+        settle(recorder)
+        engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
+        try engine.play()
+        usleep(300_000)  // the sweep's first second plays
+        let target = 2 * 44_100
+        let call = monotonicNanoseconds()
+        engine.seek(toFrame: target)
+        // From where the target is first heard, the rest of the sweep bit for bit: any of what
+        // played before still mixed in, or a lost frame, would differ.
+        let check = recorder.checkSwitch(call: call, track: sweep, expectedFrame: target, compareFrames: 44_100 / 2)
+        XCTAssertNotNil(check.landingFrame, "the target is heard after the seek (\(check))")
+        XCTAssertLessThanOrEqual(check.landingFrame ?? .max, Self.monitorLandingFloor, "from the target frame (\(check))")
+        XCTAssertGreaterThanOrEqual(check.comparedFrames, 44_100 / 2, "half a second compared (\(check))")
+        XCTAssertEqual(check.mismatchedFrames, 0, "bit-exact after the seek (\(check))")
         engine.stop()
     }
 
