@@ -81,6 +81,25 @@ final class StartIntegrityTests: XCTestCase {
         return check
     }
 
+    /// Asserts a switch heard cleanly (`MonitorRecorder.checkSwitch`): the new audio unmixed,
+    /// from the expected frame, bit for bit for `comparedFrames`.
+    private func assertSwitchIntact(_ check: StartCheck, _ what: String, comparedFrames: Int = 44_100,
+                                    file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertNotNil(check.landingFrame, "\(what): the new audio is heard unmixed (\(check))", file: file, line: line)
+        XCTAssertLessThanOrEqual(check.landingFrame ?? .max, Self.monitorLandingFloor,
+                                 "\(what): heard from the expected frame (\(check))", file: file, line: line)
+        XCTAssertGreaterThanOrEqual(check.comparedFrames, comparedFrames, "\(what): \(comparedFrames) frames compared (\(check))",
+                                    file: file, line: line)
+        XCTAssertEqual(check.mismatchedFrames, 0, "\(what): bit-exact after it (\(check))", file: file, line: line)
+    }
+
+    /// A 4 s tone (440 Hz) in the test's folder: the entry playing before a skip.
+    private func writeTone() throws -> URL {
+        let url = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
+        return url
+    }
+
     private func settle(_ recorder: MonitorRecorder) {
         // The sink is quiet again (the previous engine stopped); a run starts from silence.
         usleep(150_000)
@@ -135,20 +154,14 @@ final class StartIntegrityTests: XCTestCase {
         let recorder = try recorder()
         let engine = try engine(on: output)
         settle(recorder)
-        let toneURL = directory.appendingPathComponent("tone.flac")
-        try writeAudioFile(toneURL, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
-        engine.setQueue(AudioEntryList(paths: [toneURL.path, sweepURL.path]))
+        engine.setQueue(AudioEntryList(paths: [try writeTone().path, sweepURL.path]))
         try engine.play()
         usleep(600_000)  // the tone is heard; the sweep is prerolled
         let call = monotonicNanoseconds()
         engine.skipToNextEntry()
         // From where the sweep is first heard, a second of it bit for bit: any of the tone
         // still mixed in, or a lost frame, would differ.
-        let check = recorder.checkSwitch(call: call, track: sweep)
-        XCTAssertNotNil(check.landingFrame, "the sweep is heard unmixed after the skip (\(check))")
-        XCTAssertLessThanOrEqual(check.landingFrame ?? .max, Self.monitorLandingFloor, "from its first frame (\(check))")
-        XCTAssertGreaterThanOrEqual(check.comparedFrames, 44_100, "a second compared (\(check))")
-        XCTAssertEqual(check.mismatchedFrames, 0, "bit-exact after the skip (\(check))")
+        assertSwitchIntact(recorder.checkSwitch(call: call, track: sweep), "the skip from the tone to the sweep")
         engine.stop()
     }
 
@@ -159,14 +172,12 @@ final class StartIntegrityTests: XCTestCase {
         let recorder = try recorder()
         let engine = try engine(on: output)
         settle(recorder)
-        let toneURL = directory.appendingPathComponent("tone.flac")
-        try writeAudioFile(toneURL, TestSignal.tone(hz: 440, frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
         let shortFrames = 882
         let shortURL = directory.appendingPathComponent("short.flac")
         let sweepSignal = TestSignal.sweep(frames: 3 * 44_100, startHz: 200, endHz: 3_000)
         try writeAudioFile(shortURL, Array(sweepSignal.prefix(shortFrames * 2)))
         let short = Array(sweep.prefix(shortFrames * 2))
-        engine.setQueue(AudioEntryList(paths: [toneURL.path, shortURL.path]))
+        engine.setQueue(AudioEntryList(paths: [try writeTone().path, shortURL.path]))
         try engine.play()
         usleep(600_000)  // the tone is heard; the short entry is prerolled
         let call = monotonicNanoseconds()
@@ -190,17 +201,14 @@ final class StartIntegrityTests: XCTestCase {
         settle(recorder)
         engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
         try engine.play()
-        usleep(300_000)  // the sweep's first second plays
+        usleep(300_000)  // the sweep plays from its start
         let target = 2 * 44_100
         let call = monotonicNanoseconds()
         engine.seek(toFrame: target)
         // From where the target is first heard, the rest of the sweep bit for bit: any of what
         // played before still mixed in, or a lost frame, would differ.
-        let check = recorder.checkSwitch(call: call, track: sweep, expectedFrame: target, compareFrames: 44_100 / 2)
-        XCTAssertNotNil(check.landingFrame, "the target is heard after the seek (\(check))")
-        XCTAssertLessThanOrEqual(check.landingFrame ?? .max, Self.monitorLandingFloor, "from the target frame (\(check))")
-        XCTAssertGreaterThanOrEqual(check.comparedFrames, 44_100 / 2, "half a second compared (\(check))")
-        XCTAssertEqual(check.mismatchedFrames, 0, "bit-exact after the seek (\(check))")
+        assertSwitchIntact(recorder.checkSwitch(call: call, track: sweep, expectedFrame: target, compareFrames: 44_100 / 2),
+                           "the seek while playing", comparedFrames: 44_100 / 2)
         engine.stop()
     }
 
