@@ -365,7 +365,8 @@ final class PulseStream: @unchecked Sendable {
             // No free callback: libpulse copies the frames into its own memory block. A write after
             // `prepare()` goes in from the frame the server plays next, over what it held: what it
             // held beyond the new frames is written over by the next periods (the engine writes
-            // whole periods, padded with silence when the queue ends: nothing of it plays).
+            // whole periods, padded with silence when the queue ends or, by default, when the
+            // decoder is late: nothing of it plays).
             let seek = replacesOnNextWrite ? PA_SEEK_RELATIVE_ON_READ : PA_SEEK_RELATIVE
             let result = library.streamWrite(stream, bytes, frames * bytesPerFrame, nil, 0, seek)
             if result < 0 { return -Int(EIO) }
