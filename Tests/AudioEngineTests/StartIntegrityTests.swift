@@ -20,6 +20,8 @@ final class StartIntegrityTests: XCTestCase {
     private var sweepURL: URL!
     private var silenceURL: URL!
     private var sweep: [Int16] = []
+    /// The sweep as written to `sweepURL` (`sweep` is it in S16, as heard).
+    private var sweepSignal: [Float] = []
 
     override func setUpWithError() throws {
         directory = try makeTemporaryDirectory(self)
@@ -27,6 +29,7 @@ final class StartIntegrityTests: XCTestCase {
         let signal = TestSignal.sweep(frames: 3 * 44_100, startHz: 200, endHz: 3_000).enumerated().map { index, value in
             index < 2 ? Float(29_490) / 32_768 : value
         }
+        sweepSignal = signal
         sweep = pcm16(signal)
         sweepURL = directory.appendingPathComponent("sweep.flac")
         silenceURL = directory.appendingPathComponent("silence.flac")
@@ -105,6 +108,19 @@ final class StartIntegrityTests: XCTestCase {
         usleep(150_000)
     }
 
+    /// The recorder, and an engine on `output` that has played `paths` for `microseconds`
+    /// (from a quiet sink): the start of each test that acts while playing.
+    private func playing(_ paths: [String], on output: Output,
+                         forMicroseconds microseconds: UInt32) throws -> (MonitorRecorder, AudioEngine) {
+        let recorder = try recorder()
+        let engine = try engine(on: output)
+        settle(recorder)
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.play()
+        usleep(microseconds)
+        return (recorder, engine)
+    }
+
     private func preparedPlayIsSilentUntilPlayAndHeardFromTheFirstFrame(on output: Output) throws {
         let recorder = try recorder()
         let engine = try engine(on: output)
@@ -132,12 +148,8 @@ final class StartIntegrityTests: XCTestCase {
     }
 
     private func skipsToNextAndPreviousAreHeardFromTheEntrysFirstFrame(on output: Output) throws {
-        let recorder = try recorder()
-        let engine = try engine(on: output)
-        settle(recorder)
-        engine.setQueue(AudioEntryList(paths: [silenceURL.path, sweepURL.path, silenceURL.path]))
-        try engine.play()
-        usleep(600_000)  // silence plays; the sweep is prerolled
+        // Silence plays; the sweep is prerolled.
+        let (recorder, engine) = try playing([silenceURL.path, sweepURL.path, silenceURL.path], on: output, forMicroseconds: 600_000)
         var call = monotonicNanoseconds()
         engine.skipToNextEntry()
         assertIntact(recorder.checkStart(since: call - 500_000_000, call: call, track: sweep), "skip to next")
@@ -151,12 +163,8 @@ final class StartIntegrityTests: XCTestCase {
     }
 
     private func skipFromSoundToSoundLeavesNothingOfTheOldEntry(on output: Output) throws {
-        let recorder = try recorder()
-        let engine = try engine(on: output)
-        settle(recorder)
-        engine.setQueue(AudioEntryList(paths: [try writeTone().path, sweepURL.path]))
-        try engine.play()
-        usleep(600_000)  // the tone is heard; the sweep is prerolled
+        // The tone is heard; the sweep is prerolled.
+        let (recorder, engine) = try playing([try writeTone().path, sweepURL.path], on: output, forMicroseconds: 600_000)
         let call = monotonicNanoseconds()
         engine.skipToNextEntry()
         // From where the sweep is first heard, a second of it bit for bit: any of the tone
@@ -169,17 +177,12 @@ final class StartIntegrityTests: XCTestCase {
     /// device held of the old entry beyond the new one's frames must not play after them (the
     /// native stream replaces the server's buffer in place rather than flushing it).
     private func skipToAShortLastEntryLeavesNothingOfTheOldEntryAfterIt(on output: Output) throws {
-        let recorder = try recorder()
-        let engine = try engine(on: output)
-        settle(recorder)
         let shortFrames = 882
         let shortURL = directory.appendingPathComponent("short.flac")
-        let sweepSignal = TestSignal.sweep(frames: 3 * 44_100, startHz: 200, endHz: 3_000)
         try writeAudioFile(shortURL, Array(sweepSignal.prefix(shortFrames * 2)))
         let short = Array(sweep.prefix(shortFrames * 2))
-        engine.setQueue(AudioEntryList(paths: [try writeTone().path, shortURL.path]))
-        try engine.play()
-        usleep(600_000)  // the tone is heard; the short entry is prerolled
+        // The tone is heard; the short entry is prerolled.
+        let (recorder, engine) = try playing([try writeTone().path, shortURL.path], on: output, forMicroseconds: 600_000)
         let call = monotonicNanoseconds()
         engine.skipToNextEntry()
         usleep(500_000)  // the short entry played, and the queue ended
@@ -196,12 +199,8 @@ final class StartIntegrityTests: XCTestCase {
     }
 
     private func seekWhilePlayingIsHeardFromTheTargetFrame(on output: Output) throws {
-        let recorder = try recorder()
-        let engine = try engine(on: output)
-        settle(recorder)
-        engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
-        try engine.play()
-        usleep(300_000)  // the sweep plays from its start
+        // The sweep plays from its start.
+        let (recorder, engine) = try playing([sweepURL.path], on: output, forMicroseconds: 300_000)
         let target = 2 * 44_100
         let call = monotonicNanoseconds()
         engine.seek(toFrame: target)
@@ -213,12 +212,7 @@ final class StartIntegrityTests: XCTestCase {
     }
 
     private func seekWhilePausedIsSilentAndResumesAtTheTarget(on output: Output) throws {
-        let recorder = try recorder()
-        let engine = try engine(on: output)
-        settle(recorder)
-        engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
-        try engine.play()
-        usleep(300_000)
+        let (recorder, engine) = try playing([sweepURL.path], on: output, forMicroseconds: 300_000)
         engine.pause()
         usleep(200_000)
         let since = monotonicNanoseconds()
@@ -232,12 +226,7 @@ final class StartIntegrityTests: XCTestCase {
     }
 
     private func skipWhilePausedIsSilentAndResumeStartsTheNextEntryFromItsFirstFrame(on output: Output) throws {
-        let recorder = try recorder()
-        let engine = try engine(on: output)
-        settle(recorder)
-        engine.setQueue(AudioEntryList(paths: [silenceURL.path, sweepURL.path]))
-        try engine.play()
-        usleep(300_000)
+        let (recorder, engine) = try playing([silenceURL.path, sweepURL.path], on: output, forMicroseconds: 300_000)
         engine.pause()
         let since = monotonicNanoseconds()
         engine.skipToNextEntry()
@@ -249,12 +238,7 @@ final class StartIntegrityTests: XCTestCase {
     }
 
     private func resumeAfterPauseContinuesFromTheFrameWhereItPaused(on output: Output) throws {
-        let recorder = try recorder()
-        let engine = try engine(on: output)
-        settle(recorder)
-        engine.setQueue(AudioEntryList(paths: [sweepURL.path]))
-        try engine.play()
-        usleep(400_000)
+        let (recorder, engine) = try playing([sweepURL.path], on: output, forMicroseconds: 400_000)
         engine.pause()
         usleep(300_000)
         let pausedAt = engine.position.frame
