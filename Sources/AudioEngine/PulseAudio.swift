@@ -418,9 +418,9 @@ final class PulseStream: @unchecked Sendable {
         }
     }
 
-    /// Readies the stream for new frames. A corked one is flushed (`drop()`); on a running one,
-    /// the next write replaces what the server holds, from the frame it plays next (a skip or a
-    /// seek while playing, which `start()` follows at once). The new frames are then heard from
+    /// Readies the stream for new frames. A corked one (dropped or paused) is flushed at once; on
+    /// a running one, the next write replaces what the server holds, from the frame it plays
+    /// next (a skip or a seek while playing, which `start()` follows at once). The new frames are then heard from
     /// their first: corked, flushed and uncorked by the start, the stream was heard a block of the
     /// sink later and the new frames' first ~80 were missing at the monitor, landing +74…+84
     /// (Benchmarks/RESULTS.md, 2026-12-01).
