@@ -113,15 +113,16 @@ enum PlayCommand {
         if files.count < parsed.positionals.count, let refused = requireAuthorization("play") {
             return refused
         }
-        let items: [any PlayableMusicItem]
-        do {
-            items = try PlayResolution.resolve(parsed.positionals)
-        } catch let error as PlayResolution.NotFound {
-            Console.error("musickit play: \(errorMessage(error))\n")
-            return .nothingPlayable
-        } catch {
-            Console.error("musickit play: \(errorMessage(error))\n")
-            return .failure
+        // The items, or nil with the error reported and `unresolved` set to the exit code.
+        var unresolved = ExitCode.failure
+        func resolved() -> [any PlayableMusicItem]? {
+            do {
+                return try PlayResolution.resolve(parsed.positionals)
+            } catch {
+                Console.error("musickit play: \(errorMessage(error))\n")
+                unresolved = error is PlayResolution.NotFound ? .nothingPlayable : .failure
+                return nil
+            }
         }
         if parsed.has("--system") {
             if parsed.option("--device") != nil || parsed.option("--crossfade") != nil || parsed.has("--no-ui") {
@@ -129,6 +130,7 @@ enum PlayCommand {
                               + "--device, --crossfade and --no-ui do not apply\n\n\(help)\n")
                 return .usage
             }
+            guard let items = resolved() else { return unresolved }
             let found = items.map { PlayResolution.Found(item: $0) }
             let shuffles = parsed.has("--shuffle")
             return SystemCommand.withPlayer("play") { player in
@@ -159,7 +161,16 @@ enum PlayCommand {
         player.state.repeatMode = repeatMode
         player.state.shuffleMode = parsed.has("--shuffle") ? .songs : .off
         player.transition = transition
-        return PlayerSession(player: player, interactive: interactive).run(items)
+        // The player, the folders its start reads (MusicKitEnvironment.current, ~0.3 ms the first
+        // time) and the session with its event listener are made before the items, not after:
+        // while libpulse loads on the early thread, the main thread would otherwise only wait
+        // (reading a file's tags needs libsndfile, which that load brings in, and the listener's
+        // task starts a thread, which waits for the loader too), and all that comes once the
+        // load is over is the start's critical path (Benchmarks/RESULTS.md, 2026-12-02).
+        _ = MusicKitEnvironment.current
+        let session = PlayerSession(player: player, interactive: interactive)
+        guard let items = resolved() else { return unresolved }
+        return session.run(items)
     }
 }
 
@@ -234,18 +245,23 @@ final class PlayerSession: @unchecked Sendable {
     private let screen: NowPlayingScreen?
     private let drawing = NSLock()
 
+    /// The task that handles the player's events, from `init` until `run` returns.
+    private var listener: Task<Void, Never>?
+
+    /// Listens to the player's events from here on (their handler starts the first worker
+    /// thread of Swift's task pool).
     init(player: ApplicationMusicPlayer, interactive: Bool) {
         self.player = player
         self.interactive = interactive
         screen = interactive ? NowPlayingScreen() : nil
+        let events = player.events()
+        listener = Task { [weak self] in
+            for await event in events { self?.handle(event) }
+        }
     }
 
     func run(_ items: [any PlayableMusicItem]) -> ExitCode {
-        let events = player.events()
-        let listener = Task { [weak self] in
-            for await event in events { self?.handle(event) }
-        }
-        defer { listener.cancel() }
+        defer { listener?.cancel() }
 
         let boxed = PlayResolution.Found.self
         let started = Result { try waitFor { [player] in
