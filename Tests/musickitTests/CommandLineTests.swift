@@ -456,7 +456,13 @@ final class CommandLineTests: XCTestCase {
         printed += String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         XCTAssertGreaterThan(printed.components(separatedBy: "▶").count, 50, printed)
-        XCTAssertEqual(process.terminationStatus, 130, printed)
+        // Interrupted either way a shell reports as 130: handled (exit 130), or — when the 50
+        // rounds went by before the tool set its handlers up after its first sound (the null
+        // device's two threads run flat out, at real-time priority, on a 2-CPU machine) — ended
+        // by the signal itself, as any program is before then.
+        let interrupted = (process.terminationReason == .exit && process.terminationStatus == 130)
+            || (process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGINT)
+        XCTAssertTrue(interrupted, "\(process.terminationReason.rawValue) \(process.terminationStatus): \(printed)")
         XCTAssertFalse(printed.contains("underrun"), printed)
     }
 
