@@ -161,13 +161,11 @@ enum PlayCommand {
         player.state.repeatMode = repeatMode
         player.state.shuffleMode = parsed.has("--shuffle") ? .songs : .off
         player.transition = transition
-        // The player, the folders its start reads (MusicKitEnvironment.current, ~0.3 ms the first
-        // time) and the session with its event listener are made before the items, not after:
-        // while libpulse loads on the early thread, the main thread would otherwise only wait
-        // (reading a file's tags needs libsndfile, which that load brings in, and the listener's
-        // task starts a thread, which waits for the loader too), and all that comes once the
-        // load is over is the start's critical path (Benchmarks/RESULTS.md, 2026-12-02).
-        _ = MusicKitEnvironment.current
+        // The player and the session with its event listener are made before the items, not
+        // after: while libpulse loads on the early thread, the main thread would otherwise only
+        // wait (reading a file's tags needs libsndfile, which that load brings in, and the
+        // listener's task starts a thread, which waits for the loader too), and all that comes
+        // once the load is over is the start's critical path (Benchmarks/RESULTS.md, 2026-12-02).
         let session = PlayerSession(player: player, interactive: interactive)
         guard let items = resolved() else { return unresolved }
         return session.run(items)

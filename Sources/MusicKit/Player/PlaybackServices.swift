@@ -95,7 +95,8 @@ final class PlaybackServices: Sendable {
     /// A session's access: decided when it starts (it starts on catalog content, which needs
     /// it), or left to be decided when its first catalog entry comes — a session that starts on a
     /// file or a library song reads no account before its first sound (~0.25 ms of a play
-    /// command's start), and one that never meets catalog content reads none at all.
+    /// command's start), nor the environment it would be read in (~0.3 ms its first time), and
+    /// one that never meets catalog content reads neither.
     final class SessionCatalogAccess: Sendable {
         private enum State {
             case decided(CatalogAccess)
@@ -112,12 +113,13 @@ final class PlaybackServices: Sendable {
             SessionCatalogAccess(.decided(access))
         }
 
-        /// Decided from `environment`'s account the first time it is read: what
-        /// `catalogAccess(in:)` says, or why the app may not play catalog content.
-        static func whenNeeded(in environment: MusicKitEnvironment) -> SessionCatalogAccess {
+        /// Decided from `environment`'s account the first time it is read (the environment
+        /// too is read only then): what `catalogAccess(in:)` says, or why the app may not play
+        /// catalog content.
+        static func whenNeeded(in environment: @autoclosure @escaping @Sendable () -> MusicKitEnvironment) -> SessionCatalogAccess {
             SessionCatalogAccess(.undecided {
                 do {
-                    return try PlaybackServices.catalogAccess(in: environment)
+                    return try PlaybackServices.catalogAccess(in: environment())
                 } catch {
                     // Library songs play without authorization; catalog entries say why they do not.
                     return .denied(reason: "the app may not play it (\(error))")
