@@ -74,6 +74,7 @@ enum PlayCommand {
     }
 
     static func run(_ arguments: [String]) -> ExitCode {
+        SignalHandlers.noteUntilHandled([SIGUSR1, SIGUSR2])
         let parsed: ParsedArguments
         do {
             parsed = try spec.parse(arguments)
@@ -270,8 +271,9 @@ final class PlayerSession: @unchecked Sendable {
         } }
         if case .failure(let error) = started { return report(error) }
         // After the first sound: the first signal source starts libdispatch's event thread, which
-        // waits for the loader while the audio libraries load (~0.4 ms). Until here a signal
-        // does what it does to any program (SIGINT, SIGTERM: the process ends).
+        // waits for the loader while the audio libraries load (~0.4 ms). Until here SIGINT and
+        // SIGTERM do what they do to any program (the process ends); SIGUSR1 and SIGUSR2 were
+        // noted (`PlayCommand.run`) and are handled now.
         let signals = SignalHandlers()
         signals.on(SIGINT) { [weak self] in self?.finish(.interrupted) }
         signals.on(SIGTERM) { [weak self] in self?.finish(.interrupted) }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MusicKit
+import Synchronization
 
 /// Exit codes of every command; listed in `musickit --help`.
 enum ExitCode: Int32 {
@@ -122,12 +123,33 @@ final class SignalHandlers: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
     private let queue = DispatchQueue(label: "musickit.signals")
 
+    /// The signals that came after `noteUntilHandled` and before `on` handled them, a bit each.
+    private static let noted = Atomic<UInt64>(0)
+
+    /// Until `on` handles them, `signalNumbers` are noted instead of doing what they do by
+    /// default, and `on` runs its handler for one that came meanwhile: `musickit play` sets its
+    /// sources up only after its first sound (the first starts libdispatch's event thread), and
+    /// SIGUSR1 ("next") sent while it starts ended it. A plain handler that sets a bit: no
+    /// thread, one system call per signal. Not for SIGINT and SIGTERM, which end a program that
+    /// has not started yet, as they end any.
+    static func noteUntilHandled(_ signalNumbers: [Int32]) {
+        _ = noted.load(ordering: .relaxed)  // made here, not first in the handler
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { signalNumber in
+            SignalHandlers.noted.bitwiseOr(1 << UInt64(signalNumber), ordering: .relaxed)
+        }
+        sigemptyset(&action.sa_mask)
+        for signalNumber in signalNumbers { sigaction(signalNumber, &action, nil) }
+    }
+
     func on(_ signalNumber: Int32, _ handler: @escaping @Sendable () -> Void) {
         signal(signalNumber, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
         source.setEventHandler(handler: handler)
         source.resume()
         sources.append(source)
+        let bit: UInt64 = 1 << UInt64(signalNumber)
+        if Self.noted.bitwiseAnd(~bit, ordering: .relaxed).oldValue & bit != 0 { queue.async(execute: handler) }
     }
 }
 
