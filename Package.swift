@@ -97,7 +97,7 @@ let package = Package(
         // Counts malloc/free per thread by interposing the allocator in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
         // Test signals, audio files, capture devices and the test sink's settings, for the tests.
-        .target(name: "AudioTestSupport", dependencies: ["AudioEngine", "AudioMeasurement"], path: "Tests/AudioTestSupport"),
+        .target(name: "AudioTestSupport", dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit"], path: "Tests/AudioTestSupport"),
         .testTarget(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement", "AudioTestSupport"]

@@ -345,8 +345,9 @@ struct AudioRenderer: ~Copyable {
     private mutating func restartOutput(played: Int, replayFrom: Int?, autoStart: Bool) {
         if !deviceNeedsPrepare {
             // One call instead of two when the device's prepare discards what it held (ALSA's
-            // pulse plugin replaces its stream; the native stream's next write goes over it): a
-            // skip while playing then costs one stream set-up (or one cork and uncork) less.
+            // pulse plugin replaces its stream; the native stream switches to its spare stream,
+            // or writes over what it holds): a skip while playing then costs one stream set-up
+            // (or one cork and uncork) less.
             let began = monotonicNanoseconds()
             if autoStart && device.prepareDiscardsPlayback && device.prepare() == 0 {
                 shared.lastDrop.store(0, ordering: .relaxed)

@@ -106,7 +106,8 @@ final class PCMDevice: @unchecked Sendable {
     }
 
     /// Readies a dropped device for writing; on a running stream whose `prepareDiscardsPlayback`,
-    /// also discards what it holds (the native stream: its next write replaces it in place).
+    /// also discards what it holds (the native stream: its next write goes into its spare stream,
+    /// or over what it holds; see `PulseStream`).
     @inline(__always) func prepare() -> Int32 {
         switch output {
         case .alsa(let pcm): pcm.prepare()

@@ -16,6 +16,8 @@ struct LibPulse: @unchecked Sendable {
     typealias ContextCallback = @convention(c) (Context?, UnsafeMutableRawPointer?) -> Void
     typealias StreamCallback = @convention(c) (Stream?, UnsafeMutableRawPointer?) -> Void
     typealias StreamRequestCallback = @convention(c) (Stream?, Int, UnsafeMutableRawPointer?) -> Void
+    typealias SubscribeCallback = @convention(c) (Context?, pa_subscription_event_type_t, UInt32, UnsafeMutableRawPointer?) -> Void
+    typealias SinkInputInfoCallback = @convention(c) (Context?, UnsafePointer<pa_sink_input_info>?, Int32, UnsafeMutableRawPointer?) -> Void
 
     let mainloopNew: @convention(c) () -> Mainloop?
     let mainloopAPI: @convention(c) (Mainloop?) -> UnsafeMutablePointer<pa_mainloop_api>?
@@ -38,6 +40,7 @@ struct LibPulse: @unchecked Sendable {
     let streamSetStateCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
     let streamSetWriteCallback: @convention(c) (Stream?, StreamRequestCallback?, UnsafeMutableRawPointer?) -> Void
     let streamSetUnderflowCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
+    let streamSetStartedCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
     let streamConnectPlayback: @convention(c) (Stream?, UnsafePointer<CChar>?, UnsafePointer<pa_buffer_attr>?,
                                                pa_stream_flags_t, UnsafeRawPointer?, Stream?) -> Int32
     let streamState: @convention(c) (Stream?) -> pa_stream_state_t
@@ -49,8 +52,18 @@ struct LibPulse: @unchecked Sendable {
     let streamTrigger: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let streamLatency: @convention(c) (Stream?, UnsafeMutablePointer<UInt64>?, UnsafeMutablePointer<Int32>?) -> Int32
     let streamBufferAttributes: @convention(c) (Stream?) -> UnsafePointer<pa_buffer_attr>?
+    let streamIndex: @convention(c) (Stream?) -> UInt32
+    let streamDeviceIndex: @convention(c) (Stream?) -> UInt32
+    let streamDeviceName: @convention(c) (Stream?) -> UnsafePointer<CChar>?
     let streamDisconnect: @convention(c) (Stream?) -> Int32
     let streamUnref: @convention(c) (Stream?) -> Void
+    let contextSetSubscribeCallback: @convention(c) (Context?, SubscribeCallback?, UnsafeMutableRawPointer?) -> Void
+    let contextSubscribe: @convention(c) (Context?, pa_subscription_mask_t, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
+    let contextSinkInputInfo: @convention(c) (Context?, UInt32, SinkInputInfoCallback?, UnsafeMutableRawPointer?) -> Operation?
+    let contextSetSinkInputVolume: @convention(c) (Context?, UInt32, UnsafePointer<pa_cvolume>?, UnsafeRawPointer?,
+                                                   UnsafeMutableRawPointer?) -> Operation?
+    let contextSetSinkInputMute: @convention(c) (Context?, UInt32, Int32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
+    let contextMoveSinkInput: @convention(c) (Context?, UInt32, UInt32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let operationUnref: @convention(c) (Operation?) -> Void
     let errorText: @convention(c) (Int32) -> UnsafePointer<CChar>?
 
@@ -78,6 +91,7 @@ struct LibPulse: @unchecked Sendable {
                 streamSetStateCallback: try function("pa_stream_set_state_callback"),
                 streamSetWriteCallback: try function("pa_stream_set_write_callback"),
                 streamSetUnderflowCallback: try function("pa_stream_set_underflow_callback"),
+                streamSetStartedCallback: try function("pa_stream_set_started_callback"),
                 streamConnectPlayback: try function("pa_stream_connect_playback"),
                 streamState: try function("pa_stream_get_state"),
                 streamWritableSize: try function("pa_stream_writable_size"),
@@ -87,8 +101,17 @@ struct LibPulse: @unchecked Sendable {
                 streamTrigger: try function("pa_stream_trigger"),
                 streamLatency: try function("pa_stream_get_latency"),
                 streamBufferAttributes: try function("pa_stream_get_buffer_attr"),
+                streamIndex: try function("pa_stream_get_index"),
+                streamDeviceIndex: try function("pa_stream_get_device_index"),
+                streamDeviceName: try function("pa_stream_get_device_name"),
                 streamDisconnect: try function("pa_stream_disconnect"),
                 streamUnref: try function("pa_stream_unref"),
+                contextSetSubscribeCallback: try function("pa_context_set_subscribe_callback"),
+                contextSubscribe: try function("pa_context_subscribe"),
+                contextSinkInputInfo: try function("pa_context_get_sink_input_info"),
+                contextSetSinkInputVolume: try function("pa_context_set_sink_input_volume"),
+                contextSetSinkInputMute: try function("pa_context_set_sink_input_mute"),
+                contextMoveSinkInput: try function("pa_context_move_sink_input_by_index"),
                 operationUnref: try function("pa_operation_unref"),
                 errorText: try function("pa_strerror"))
         }
@@ -97,20 +120,36 @@ struct LibPulse: @unchecked Sendable {
 /// A playback stream on a PulseAudio (or PipeWire) server through libpulse, behaving as the
 /// engine expects of a PCM (see `PCMDevice`): created empty and below its start threshold, so
 /// nothing plays until `start()` triggers it; `drop()` corks and flushes it (and the next
-/// `start()` uncorks it); `pause` corks in place. A skip or a seek while playing is `prepare()`
-/// and then the new frames and `start()`: the first write replaces what the server holds from
-/// its read position on (`PA_SEEK_RELATIVE_ON_READ`), the stream never stopped, where ALSA's
-/// pulse plugin makes a new stream.
+/// `start()` uncorks it); `pause` corks in place.
+///
+/// A skip or a seek while playing is `prepare()`, then the new frames and `start()`. Once the
+/// first stream has started, a second one (the spare) is connected beside it and kept running
+/// empty; the switch corks and flushes the playing stream, writes the new frames into the
+/// spare and triggers it, and the two trade places (the old one is uncorked, empty, at the next
+/// write). The server ends the spare's underrun by rewinding the sink over what it had
+/// rendered ahead and mixing the spare in from its first frame, where frames written into the
+/// playing stream wait behind what the sink rendered ahead (up to one block of the sink).
+/// Measured through the test sink (Benchmarks/RESULTS.md, 2026-12-03): 0.5–0.6 ms against
+/// 1.0–1.7 for the write in place; the server's debug log shows one rewind per switch, with
+/// only silence in the spare's render queue, so no frame of the new entry is dropped (a
+/// monitor, which already sent what the sink had rendered ahead, does not show the first
+/// frames that the rewind put in its place, as with any stream's start). A single stream
+/// corked, written and uncorked was as quick but lost ~80 frames to a second rewind.
+/// Until the spare is ready, or when it is on another sink, the new frames go into the
+/// playing stream in place, from the frame the server plays next (`PA_SEEK_RELATIVE_ON_READ`).
+///
+/// The two streams are one for the person at the desktop: a volume, mute or sink set on
+/// either (pavucontrol, the desktop's mixer) is set on the other too.
 ///
 /// Threading: libpulse's threaded main loop runs the connection on a thread of its own; every
 /// call here takes that loop's lock, and its callbacks wake the audio thread through `events`,
-/// the descriptor it polls. Real-time safety: this file allocates nothing after `init`, but
-/// libpulse takes its lock and queues each write as a packet (an allocation), exactly as ALSA's
-/// pulse plugin does inside `snd_pcm_writei`; the engine's own no-allocation test runs on ALSA
-/// devices that do neither (`file`, `null`).
+/// the descriptor it polls. Real-time safety: this file allocates nothing after `init` on the
+/// audio thread, but libpulse takes its lock and queues each write as a packet (an allocation),
+/// exactly as ALSA's pulse plugin does inside `snd_pcm_writei`; the spare is made on libpulse's
+/// thread. The engine's own no-allocation test runs on ALSA devices that do neither (`file`, `null`).
 final class PulseStream: @unchecked Sendable {
-    // @unchecked: the flags below are written by libpulse's thread and read by the audio
-    // thread, both under the main loop's lock; the rest is set in init.
+    // @unchecked: the state below is written by libpulse's thread and by the audio thread, both
+    // under the main loop's lock; the rest is set in init.
     private(set) var configuration: PCMConfiguration
     /// Signalled when the server asks for data, the buffer ran dry or the stream failed.
     let events = WakeSignal()
@@ -121,23 +160,35 @@ final class PulseStream: @unchecked Sendable {
     private let library: LibPulse
     private let mainloop: LibPulse.Mainloop
     private let context: LibPulse.Context
+    /// The stream that plays.
     private var stream: LibPulse.Stream?
     private let deviceName: String
     private let bytesPerFrame: Int
+    private var bufferAttributes: pa_buffer_attr
     fileprivate var ranDry = false
     /// Whether the stream is corked (paused at the server): after `drop()` and `pause(true)`,
     /// until `start()` or `pause(false)`.
     private var isCorked = false
     fileprivate var hasFailed = false
-    /// Whether the next write replaces what the server holds, from the frame it plays next (a
-    /// flush instead when `start()` or `pause` comes first): `prepare()` on a running stream.
-    /// Until then the old frames play on.
-    private var replacesOnNextWrite = false
+
+    /// Where the next write goes after `prepare()` on a running stream (until then the old
+    /// frames play on); a `start()` or `pause` with nothing written flushes instead.
+    private enum Replacement { case none, inPlace, toSpare }
+    private var replacement = Replacement.none
     /// Frames written since the last flush: the delay while the server has not yet reported
     /// timing for the stream (right after a flush, nothing written since was played), and the
     /// room left in the buffer the flush emptied (see `roomInFrames`).
     private var framesSinceFlush = 0
     private var isClosed = false
+
+    /// The second stream, for switches (see the type's comment); made after the first start.
+    private var spare: LibPulse.Stream?
+    private enum SpareState { case none, connecting, ready, corkedAfterSwitch, failed }
+    private var spareState = SpareState.none
+    /// Whether the playing stream was triggered since the last switch (the old one is uncorked
+    /// only after that, a buffer later).
+    private var startedSinceSwitch = false
+
     /// The priority asked for libpulse's thread, which sends the frames to the server: the audio
     /// thread's, so that load at normal priority cannot hold the frames back (60 s under
     /// `stress-ng`: 42 xruns against 79 without it, one run each — on a VM whose host took 14% of
@@ -192,13 +243,22 @@ final class PulseStream: @unchecked Sendable {
         configuration = PCMConfiguration(sampleRate: request.sampleRate, channelCount: request.channelCount,
                                           sampleFormat: format, periodSizeInFrames: request.periodSizeInFrames,
                                           bufferSizeInFrames: request.bufferSizeInFrames, canPause: true)
+        // The server's buffer is the engine's device buffer; it asks for each period as soon as
+        // there is room for it (early requests), and after running dry it plays again once all
+        // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
+        let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
+        let periodBytes = request.periodSizeInFrames * bytesPerFrame
+        bufferAttributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(bufferBytes),
+                                          prebuf: UInt32(bufferBytes - periodBytes), minreq: UInt32(periodBytes),
+                                          fragsize: UInt32.max)
         let me = Unmanaged.passUnretained(self).toOpaque()
         library.mainloopLock(mainloop)
         do throws(ALSAError) {
             library.contextSetStateCallback(context, { _, userdata in
-                let me = PulseStream.from(userdata)
-                me.raiseLoopThreadPriority()
-                me.wakeWaiters()
+                PulseStream.with(userdata) { me in
+                    me.raiseLoopThreadPriority()
+                    me.wakeWaiters()
+                }
             }, me)
             if begun == nil {
                 if library.contextConnect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
@@ -216,37 +276,13 @@ final class PulseStream: @unchecked Sendable {
             }
             var spec = pa_sample_spec(format: format.pulseFormat, rate: UInt32(request.sampleRate),
                                       channels: UInt8(request.channelCount))
-            guard let stream = library.streamNew(context, "Music", &spec, nil) else { throw failure("pa_stream_new") }
-            self.stream = stream
-            library.streamSetStateCallback(stream, { _, userdata in
-                let me = PulseStream.from(userdata)
-                me.raiseLoopThreadPriority()  // a begun connection may have been ready already
-                me.hasFailed = me.library.streamState(me.stream) == PA_STREAM_FAILED
-                me.wakeWaiters()
-                if me.hasFailed { me.events.signal() }
-            }, me)
-            library.streamSetWriteCallback(stream, { _, _, userdata in PulseStream.from(userdata).events.signal() }, me)
-            library.streamSetUnderflowCallback(stream, { _, userdata in
-                let me = PulseStream.from(userdata)
-                me.ranDry = true
-                me.events.signal()
-            }, me)
-            // The server's buffer is the engine's device buffer; it asks for each period as soon as
-            // there is room for it (early requests), and after running dry it plays again once all
-            // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
             // Not corked at first, as the plugin's is not: nothing is written before `start()`, and
             // a stream made corked and uncorked by its first start was heard a block of the sink
             // later (probably the uncork's rewind of the sink coming before the trigger made the
             // frames playable): `musickit play FILE` 0.54 ms later at the monitor, the song's first
             // ~80 frames landing in a block already sent (Benchmarks/RESULTS.md, 2026-12-01 evening).
-            let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
-            let periodBytes = request.periodSizeInFrames * bytesPerFrame
-            var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(bufferBytes),
-                                            prebuf: UInt32(bufferBytes - periodBytes), minreq: UInt32(periodBytes),
-                                            fragsize: UInt32.max)
-            let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue
-                                          | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
-            if library.streamConnectPlayback(stream, sink, &attributes, flags, nil, nil) < 0 { throw failure("pa_stream_connect_playback") }
+            guard let stream = connectStream(spec: &spec, sink: sink) else { throw failure("pa_stream_connect_playback") }
+            self.stream = stream
             while true {
                 let state = library.streamState(stream)
                 if state == PA_STREAM_READY { break }
@@ -275,21 +311,28 @@ final class PulseStream: @unchecked Sendable {
         isClosed = true
         library.mainloopStop(mainloop)  // joins libpulse's thread: no callback runs after this
         library.contextSetStateCallback(context, nil, nil)
-        if let stream {
+        library.contextSetSubscribeCallback(context, nil, nil)
+        for case let stream? in [stream, spare] {
             library.streamSetStateCallback(stream, nil, nil)
             library.streamSetWriteCallback(stream, nil, nil)
             library.streamSetUnderflowCallback(stream, nil, nil)
+            library.streamSetStartedCallback(stream, nil, nil)
             _ = library.streamDisconnect(stream)
             library.streamUnref(stream)
-            self.stream = nil
         }
+        stream = nil
+        spare = nil
         library.contextDisconnect(context)
         library.contextUnref(context)
         library.mainloopFree(mainloop)
     }
 
-    fileprivate static func from(_ userdata: UnsafeMutableRawPointer?) -> PulseStream {
-        Unmanaged<PulseStream>.fromOpaque(userdata!).takeUnretainedValue()
+    /// Runs a callback's `body` on the stream behind `userdata` without retaining it: a strong
+    /// reference taken on libpulse's thread could be the last one when the engine lets the
+    /// stream go meanwhile, and the deinitializer, run there, would stop the loop from its own
+    /// thread (libpulse aborts: seen once in a benchmark's seek).
+    fileprivate static func with(_ userdata: UnsafeMutableRawPointer?, _ body: (PulseStream) -> Void) {
+        Unmanaged<PulseStream>.fromOpaque(userdata!)._withUnsafeGuaranteedRef(body)
     }
 
     private func wakeWaiters() { library.mainloopSignal(mainloop, 0) }
@@ -299,6 +342,117 @@ final class PulseStream: @unchecked Sendable {
         guard !askedForPriority, let realtimePriority, library.mainloopInThread(mainloop) != 0 else { return }
         askedForPriority = true
         _ = EngineThread.requestRealtimePriority(realtimePriority)
+    }
+
+    /// A new playback stream on `sink` (the server's default when nil), with this stream's
+    /// callbacks, connecting (under the loop's lock). Nil when libpulse refused it.
+    private func connectStream(spec: inout pa_sample_spec, sink: String?) -> LibPulse.Stream? {
+        guard let stream = library.streamNew(context, "Music", &spec, nil) else { return nil }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        library.streamSetStateCallback(stream, { stream, userdata in
+            PulseStream.with(userdata) { me in
+                me.raiseLoopThreadPriority()  // a begun connection may have been ready already
+                me.streamStateChanged(stream)
+            }
+        }, me)
+        // Any stream's request wakes the audio thread; it asks the playing one what it takes.
+        library.streamSetWriteCallback(stream, { _, _, userdata in PulseStream.with(userdata) { $0.events.signal() } }, me)
+        library.streamSetUnderflowCallback(stream, { stream, userdata in
+            PulseStream.with(userdata) { me in
+                guard stream == me.stream else { return }  // the spare runs empty on purpose
+                me.ranDry = true
+                me.events.signal()
+            }
+        }, me)
+        library.streamSetStartedCallback(stream, { stream, userdata in
+            PulseStream.with(userdata) { me in
+                if stream == me.stream && me.spareState == .none { me.connectSpare() }
+            }
+        }, me)
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue
+                                      | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
+        let result = if let sink {
+            sink.withCString { library.streamConnectPlayback(stream, $0, &bufferAttributes, flags, nil, nil) }
+        } else {
+            library.streamConnectPlayback(stream, nil, &bufferAttributes, flags, nil, nil)
+        }
+        if result < 0 {
+            library.streamUnref(stream)
+            return nil
+        }
+        return stream
+    }
+
+    /// On libpulse's thread, when a stream's state changed.
+    private func streamStateChanged(_ changed: LibPulse.Stream?) {
+        let state = library.streamState(changed)
+        if changed == stream {
+            hasFailed = state == PA_STREAM_FAILED
+            wakeWaiters()
+            if hasFailed { events.signal() }
+        } else if changed == spare {
+            if state == PA_STREAM_READY, spareState == .connecting {
+                spareState = .ready
+                followSinkInputs()
+            } else if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+                spareState = .failed  // switches go in place from now on
+            }
+        }
+    }
+
+    /// On libpulse's thread, once the first stream has started: the spare, on the same sink.
+    private func connectSpare() {
+        guard let stream, let sink = library.streamDeviceName(stream) else { return }
+        var spec = pa_sample_spec(format: configuration.sampleFormat.pulseFormat, rate: UInt32(configuration.sampleRate),
+                                  channels: UInt8(configuration.channelCount))
+        spareState = .connecting
+        spare = connectStream(spec: &spec, sink: String(cString: sink))
+        if spare == nil { spareState = .failed }
+    }
+
+    // MARK: The two streams as one at the desktop
+
+    /// Subscribes to changes of the server's streams, and gives the spare the playing stream's
+    /// volume, mute and sink (on libpulse's thread).
+    private func followSinkInputs() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        library.contextSetSubscribeCallback(context, { _, event, index, userdata in
+            let facility = event.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue
+            let type = event.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue
+            guard facility == PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue, type == PA_SUBSCRIPTION_EVENT_CHANGE.rawValue else { return }
+            PulseStream.with(userdata) { me in
+                if me.isOwnSinkInput(index) { me.copySettings(ofSinkInput: index) }
+            }
+        }, me)
+        release(library.contextSubscribe(context, PA_SUBSCRIPTION_MASK_SINK_INPUT, nil, nil))
+        if let stream { copySettings(ofSinkInput: library.streamIndex(stream)) }
+    }
+
+    private func isOwnSinkInput(_ index: UInt32) -> Bool {
+        guard index != UInt32.max else { return false }  // PA_INVALID_INDEX
+        return stream.map { library.streamIndex($0) == index } == true || spare.map { library.streamIndex($0) == index } == true
+    }
+
+    /// Asks for one of the two streams' settings and sets them on the other: the server
+    /// announces no change when a setting is already what it is set to, so this ends.
+    private func copySettings(ofSinkInput index: UInt32) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        release(library.contextSinkInputInfo(context, index, { _, info, endOfList, userdata in
+            guard endOfList == 0, let info = info?.pointee else { return }
+            PulseStream.with(userdata) { $0.apply(info) }
+        }, me))
+    }
+
+    private func apply(_ info: pa_sink_input_info) {
+        guard let stream, let spare, isOwnSinkInput(info.index) else { return }
+        let other = library.streamIndex(stream) == info.index ? spare : stream
+        let otherIndex = library.streamIndex(other)
+        var volume = info.volume
+        release(library.contextSetSinkInputVolume(context, otherIndex, &volume, nil, nil))
+        release(library.contextSetSinkInputMute(context, otherIndex, info.mute, nil, nil))
+        if library.streamDeviceIndex(other) != info.sink {
+            release(library.contextMoveSinkInput(context, otherIndex, info.sink, nil, nil))
+        }
     }
 
     /// The context's last error as an `ALSAError` for `operation` (called with the lock held).
@@ -340,7 +494,7 @@ final class PulseStream: @unchecked Sendable {
         events.drain()
         return locked { stream in
             if hasFailed { return -Int(EIO) }
-            if ranDry && !replacesOnNextWrite { return -Int(EPIPE) }
+            if ranDry && replacement == .none { return -Int(EPIPE) }
             return roomInFrames(stream)
         }
     }
@@ -357,26 +511,52 @@ final class PulseStream: @unchecked Sendable {
 
     /// Writes up to `frameCount` frames (what the server has room for); -EAGAIN when none fit.
     func write(_ bytes: UnsafeRawPointer, frameCount: Int) -> Int {
-        locked { stream in
-            if hasFailed { return -Int(EIO) }
-            if ranDry && !replacesOnNextWrite { return -Int(EPIPE) }
-            let frames = min(frameCount, roomInFrames(stream))
-            if frames == 0 { return -Int(EAGAIN) }
-            // No free callback: libpulse copies the frames into its own memory block. A write after
-            // `prepare()` goes in from the frame the server plays next, over what it held: what it
-            // held beyond the new frames is written over by the next periods (the engine writes
-            // whole periods, padded with silence when the queue ends or, by default, when the
-            // decoder is late: nothing of it plays).
-            let seek = replacesOnNextWrite ? PA_SEEK_RELATIVE_ON_READ : PA_SEEK_RELATIVE
-            let result = library.streamWrite(stream, bytes, frames * bytesPerFrame, nil, 0, seek)
-            if result < 0 { return -Int(EIO) }
-            if replacesOnNextWrite {
-                replacesOnNextWrite = false
-                ranDry = false
-            }
-            framesSinceFlush += frames
-            return frames
+        library.mainloopLock(mainloop)
+        defer { library.mainloopUnlock(mainloop) }
+        if hasFailed { return -Int(EIO) }
+        if ranDry && replacement == .none { return -Int(EPIPE) }
+        if replacement == .toSpare { switchToSpare() }
+        if spareState == .corkedAfterSwitch && startedSinceSwitch && framesSinceFlush >= 2 * configuration.bufferSizeInFrames,
+           let spare {
+            // The old stream, flushed now, runs empty again, ready for the next one. Not
+            // before a buffer has played since the switch (two written): its uncork rewinds the
+            // sink (to mix in whatever it holds, here nothing), and the sink renders the new
+            // stream over again; sent with the switch, it made the switch ~0.5 ms slower.
+            release(library.streamFlush(spare, nil, nil))
+            release(library.streamCork(spare, 0, nil, nil))
+            spareState = .ready
         }
+        let stream = stream!
+        let frames = min(frameCount, roomInFrames(stream))
+        if frames == 0 { return -Int(EAGAIN) }
+        // No free callback: libpulse copies the frames into its own memory block. A write after
+        // `prepare()` goes in from the frame the server plays next, over what it held (in the
+        // spare, nothing): what it held beyond the new frames is written over by the next periods
+        // (the engine writes whole periods, padded with silence when the queue ends or, by
+        // default, when the decoder is late: nothing of it plays).
+        let seek = replacement == .none ? PA_SEEK_RELATIVE : PA_SEEK_RELATIVE_ON_READ
+        let result = library.streamWrite(stream, bytes, frames * bytesPerFrame, nil, 0, seek)
+        if result < 0 { return -Int(EIO) }
+        if replacement != .none {
+            replacement = .none
+            ranDry = false
+        }
+        framesSinceFlush += frames
+        return frames
+    }
+
+    /// The switch (under the loop's lock, before the new frames' write): the playing stream is
+    /// corked, which takes what the sink rendered of it back (it is flushed later, off the
+    /// switch's path: each operation is a round trip between the server's threads); the spare
+    /// plays next.
+    private func switchToSpare() {
+        guard let old = stream, let new = spare else { return }
+        release(library.streamCork(old, 1, nil, nil))
+        stream = new
+        spare = old
+        spareState = .corkedAfterSwitch
+        startedSinceSwitch = false
+        isCorked = false
     }
 
     /// Frames written and not yet heard (the server's buffer and the sink's latency).
@@ -400,6 +580,7 @@ final class PulseStream: @unchecked Sendable {
                 isCorked = false
             }
             release(library.streamTrigger(stream, nil, nil))
+            startedSinceSwitch = true
             return 0
         }
     }
@@ -411,7 +592,7 @@ final class PulseStream: @unchecked Sendable {
             release(library.streamCork(stream, 1, nil, nil))
             isCorked = true
             release(library.streamFlush(stream, nil, nil))
-            replacesOnNextWrite = false
+            replacement = .none
             ranDry = false
             framesSinceFlush = 0
             return 0
@@ -419,18 +600,22 @@ final class PulseStream: @unchecked Sendable {
     }
 
     /// Readies the stream for new frames. A corked one (dropped or paused) is flushed at once; on
-    /// a running one, the next write replaces what the server holds, from the frame it plays
-    /// next (a skip or a seek while playing, which `start()` follows at once). The new frames are then heard from
-    /// their first: corked, flushed and uncorked by the start, the stream was heard a block of the
-    /// sink later and the new frames' first ~80 were missing at the monitor, landing +74…+84
-    /// (Benchmarks/RESULTS.md, 2026-12-01).
+    /// a running one, the next write goes into the spare when it is ready on the same sink (see
+    /// the type's comment), else replaces what the playing stream holds from the frame it plays
+    /// next (a skip or a seek while playing, which `start()` follows at once). Corked, flushed
+    /// and uncorked by the start, one stream was heard a block of the sink later and the new
+    /// frames' first ~80 were missing at the monitor, landing +74…+84 (Benchmarks/RESULTS.md,
+    /// 2026-12-01).
     func prepare() -> Int32 {
         locked { stream in
             if hasFailed { return -EIO }
             if isCorked {
                 release(library.streamFlush(stream, nil, nil))
+            } else if spareState == .ready, let spare,
+                      library.streamDeviceIndex(spare) == library.streamDeviceIndex(stream) {
+                replacement = .toSpare
             } else {
-                replacesOnNextWrite = true
+                replacement = .inPlace
             }
             ranDry = false
             framesSinceFlush = 0
@@ -441,8 +626,8 @@ final class PulseStream: @unchecked Sendable {
     /// The flush of what the server holds when `start()` or `pause` comes after `prepare()` with
     /// nothing written since (under the loop's lock).
     private func flushIfPrepared(_ stream: LibPulse.Stream) {
-        guard replacesOnNextWrite else { return }
-        replacesOnNextWrite = false
+        guard replacement != .none else { return }
+        replacement = .none
         release(library.streamFlush(stream, nil, nil))
         ranDry = false
     }

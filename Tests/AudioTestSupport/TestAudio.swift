@@ -1,6 +1,7 @@
 import AudioEngine
 import AudioMeasurement
 import Foundation
+import MusicKit
 import Synchronization
 import XCTest
 
@@ -192,5 +193,90 @@ public enum SharedMonitor {
             shared = made
             return made
         }
+    }
+}
+
+/// A PulseAudio server of the test's own (private runtime folder, one null sink, a socket in
+/// `folder`), for a test that must read the server's debug log or change the server; stopped by
+/// its PID.
+public final class PrivatePulseServer {
+    public let sinkName: String
+    /// The server's address for `PULSE_SERVER` (`unix:PATH`).
+    public let address: String
+    public let logURL: URL
+    private let processID: pid_t
+    private var stopped = false
+
+    /// Starts the server and waits (up to 10 s) until it answers.
+    public init(in folder: URL, sinkName: String = "private_test", debugLog: Bool) throws {
+        self.sinkName = sinkName
+        let runtime = folder.appendingPathComponent("pulse-runtime")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let socket = folder.appendingPathComponent("pulse-native").path
+        address = "unix:\(socket)"
+        logURL = folder.appendingPathComponent("pulseaudio.log")
+        // Not Foundation's `Process`: pulseaudio closes the descriptors it inherits, which
+        // `Process` takes for its exit (see `spawnProcess`).
+        let arguments = ["/usr/bin/pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit",
+                         "--use-pid-file=no", "--disable-shm=yes", "--log-level=\(debugLog ? "debug" : "notice")",
+                         "--log-target=file:\(logURL.path)",
+                         "-L", "module-null-sink sink_name=\(sinkName) rate=44100 channels=2",
+                         "-L", "module-native-protocol-unix auth-anonymous=1 socket=\(socket)"]
+        let environment = ["HOME": folder.path, "XDG_RUNTIME_DIR": runtime.path, "PULSE_RUNTIME_PATH": runtime.path,
+                           "PATH": "/usr/bin:/bin"]
+        switch spawnProcess(arguments, environment: environment, outputPath: folder.appendingPathComponent("pulseaudio.out").path,
+                            newSession: false) {
+        case .success(let pid): processID = pid
+        case .failure(let error): throw XCTSkip("pulseaudio did not start: \(error)")
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while (try? runTool("/usr/bin/pactl", ["info"], environment: ["PULSE_SERVER": address]).code) != 0 {
+            guard kill(processID, 0) == 0, Date() < deadline else {
+                stop()
+                throw XCTSkip("pulseaudio did not start: \((try? String(contentsOf: logURL, encoding: .utf8)) ?? "no log")")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// Stops the server by its PID and waits for it (its log is complete then).
+    public func stop() {
+        guard !stopped else { return }
+        stopped = true
+        kill(processID, SIGTERM)
+        var status: Int32 = 0
+        _ = waitpid(processID, &status, 0)
+    }
+
+    deinit { stop() }
+}
+
+/// A sound server's playback streams as `pactl -f json list sink-inputs` reports them.
+public struct PulseSinkInput: Equatable {
+    public var index: Int
+    public var sink: Int
+    public var corked: Bool
+    public var mute: Bool
+    /// The first channel's volume (65,536 is 100%).
+    public var volume: Int
+    public var processID: Int?
+
+    /// The streams of the server at `PULSE_SERVER` (the process's own when nil) that this process plays.
+    public static func ofThisProcess(server: String? = nil) throws -> [PulseSinkInput] {
+        var environment: [String: String] = [:]
+        environment["PULSE_SERVER"] = server ?? ProcessInfo.processInfo.environment["PULSE_SERVER"]
+        let (code, out) = try runTool("/usr/bin/pactl", ["-f", "json", "list", "sink-inputs"], environment: environment)
+        guard code == 0, let list = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [[String: Any]] else {
+            throw XCTSkip("pactl -f json list sink-inputs: \(out)")
+        }
+        return list.compactMap { input -> PulseSinkInput? in
+            let properties = input["properties"] as? [String: Any]
+            let volume = (input["volume"] as? [String: Any])?.values.compactMap { ($0 as? [String: Any])?["value"] as? Int }.first
+            guard let index = input["index"] as? Int, let sink = input["sink"] as? Int else { return nil }
+            return PulseSinkInput(index: index, sink: sink, corked: input["corked"] as? Bool ?? false,
+                                  mute: input["mute"] as? Bool ?? false, volume: volume ?? 0,
+                                  processID: (properties?["application.process.id"] as? String).flatMap { Int($0) })
+        }.filter { $0.processID == Int(getpid()) }
     }
 }
