@@ -185,6 +185,10 @@ final class PulseStream: @unchecked Sendable {
     private var spare: LibPulse.Stream?
     private enum SpareState { case none, connecting, ready, corkedAfterSwitch, failed }
     private var spareState = SpareState.none
+    /// Whether the playing stream, the spare until the last switch, has not started playing since:
+    /// until then an underflow it reports is from its time as the spare (the server reports a
+    /// stream's underflow and its start in order).
+    fileprivate var awaitsStartAfterSwitch = false
     /// Whether the playing stream was triggered since the last switch (the old one is uncorked
     /// only after that, a buffer later).
     private var startedSinceSwitch = false
@@ -359,14 +363,18 @@ final class PulseStream: @unchecked Sendable {
         library.streamSetWriteCallback(stream, { _, _, userdata in PulseStream.with(userdata) { $0.events.signal() } }, me)
         library.streamSetUnderflowCallback(stream, { stream, userdata in
             PulseStream.with(userdata) { me in
-                guard stream == me.stream else { return }  // the spare runs empty on purpose
+                // The spare runs empty on purpose, and its last underflow may come after the
+                // switch made it the playing stream: only one after its start counts.
+                guard stream == me.stream, !me.awaitsStartAfterSwitch else { return }
                 me.ranDry = true
                 me.events.signal()
             }
         }, me)
         library.streamSetStartedCallback(stream, { stream, userdata in
             PulseStream.with(userdata) { me in
-                if stream == me.stream && me.spareState == .none { me.connectSpare() }
+                guard stream == me.stream else { return }
+                me.awaitsStartAfterSwitch = false
+                if me.spareState == .none { me.connectSpare() }
             }
         }, me)
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue
@@ -554,6 +562,7 @@ final class PulseStream: @unchecked Sendable {
         release(library.streamCork(old, 1, nil, nil))
         stream = new
         spare = old
+        awaitsStartAfterSwitch = true
         spareState = .corkedAfterSwitch
         startedSinceSwitch = false
         isCorked = false

@@ -194,6 +194,9 @@ final class StartIntegrityTests: XCTestCase {
         // From where the sweep is first heard, a second of it bit for bit: any of the tone
         // still mixed in, or a lost frame, would differ.
         assertSwitchIntact(recorder.checkSwitch(call: call, track: sweep), "the skip from the tone to the sweep")
+        // A dropout in the compared second would differ too; the engine's counts say which kind.
+        XCTAssertEqual(engine.statistics.underruns, 0, "underruns (the decoder late)")
+        XCTAssertEqual(engine.statistics.xruns, 0, "xruns (the device ran dry, or reported so)")
         engine.stop()
     }
 
