@@ -419,6 +419,14 @@ final class EngineSession: @unchecked Sendable {
         }
         commands = Mutex(commandQueue.producer)
         prerollSlots = slots
+        // While a warmed-up device is still opening (`musickit play`: ~0.5–1 ms more here), the
+        // first entry's decoder and its first chunk too, for the rate asked for: decoding that
+        // chunk (~0.3 ms for Ogg Vorbis) was the longest step between the device being ready and
+        // the first write. Not otherwise: a download's first chunk would then wait for its bytes
+        // before the device opens, instead of beside it.
+        let early = WarmDevice.isPending ? try Self.decoderWithFirstChunk(
+            entry: firstEntry, opened: firstFile, streamRate: request.sampleRate,
+            entryFrame: max(0, Int((startSeconds * Double(request.sampleRate)).rounded())), configuration: configuration) : nil
 
         if let warm = WarmDevice.take(name: configuration.deviceName, fallback: configuration.fallbackDeviceName, request: request) {
             device = warm
@@ -432,12 +440,18 @@ final class EngineSession: @unchecked Sendable {
         let streamRate = device.configuration.sampleRate
         let first: EntryDecoder
         let firstEntryFrame = max(0, Int((startSeconds * Double(streamRate)).rounded()))
-        do {
-            first = try EntryDecoder(entry: firstEntry, opened: firstFile, streamRate: streamRate,
-                                     streamChannels: channelCount, chunkFrames: configuration.decodeChunkInFrames)
-            if firstEntryFrame > 0 { try first.seek(toEntryFrame: firstEntryFrame) }
-        } catch {
-            throw .nothingPlayable(failures.map(\.1) + [error])
+        if let early, early.streamRate == streamRate {
+            first = early
+        } else {
+            // The device took another rate: a decoder for it, at the entry's first frame again
+            // when the early one read from the file.
+            do {
+                first = try EntryDecoder(entry: firstEntry, opened: firstFile, streamRate: streamRate,
+                                         streamChannels: channelCount, chunkFrames: configuration.decodeChunkInFrames)
+                if early != nil || firstEntryFrame > 0 { try first.seek(toEntryFrame: firstEntryFrame) }
+            } catch {
+                throw .nothingPlayable(failures.map(\.1) + [error])
+            }
         }
 
         let renderer = Handoff(AudioRenderer(
@@ -481,6 +495,34 @@ final class EngineSession: @unchecked Sendable {
             defer { GrowingFile.clearAbandonCheck() }
             loop.run()
         }
+    }
+
+    /// A decoder of `entry` (open in `opened`) for a stream at `streamRate`, at `entryFrame`,
+    /// with its first chunk decoded into its carry (the decoder thread writes the carry first).
+    /// When that chunk fails, the decoder's first `nextChunk()` on the decoder thread throws the
+    /// failure, which is reported and skipped there as before. Nil when the decoder cannot be
+    /// made for that rate; throws only when a download's wait was abandoned (a stop).
+    private static func decoderWithFirstChunk(
+        entry: AudioEntry, opened: AudioFileDecoder, streamRate: Int, entryFrame: Int,
+        configuration: AudioEngineConfiguration
+    ) throws(AudioEngineError) -> EntryDecoder? {
+        let decoder: EntryDecoder
+        do {
+            decoder = try EntryDecoder(entry: entry, opened: opened, streamRate: streamRate,
+                                       streamChannels: configuration.channelCount,
+                                       chunkFrames: configuration.decodeChunkInFrames)
+        } catch {
+            if case .abandoned = error.reason { throw .stopped }
+            return nil
+        }
+        do {
+            if entryFrame > 0 { try decoder.seek(toEntryFrame: entryFrame) }
+            decoder.carry = Array(try decoder.nextChunk())
+        } catch {
+            if case .abandoned = error.reason { throw .stopped }
+            decoder.deferredError = error
+        }
+        return decoder
     }
 
     func send(_ command: AudioCommand) {

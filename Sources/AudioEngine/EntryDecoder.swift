@@ -21,6 +21,9 @@ public final class EntryDecoder {
     public private(set) var entryFrame = 0
     /// Stream-format samples decoded but not yet delivered (written first by `nextChunk`).
     var carry: [Float] = []
+    /// A failure met decoding ahead on another thread (the engine's first chunk, decoded while
+    /// its device opens), thrown by the next `nextChunk()` as if it had happened there.
+    var deferredError: DecoderError?
     private var inputDone = false
     public private(set) var isFinished = false
 
@@ -82,6 +85,10 @@ public final class EntryDecoder {
     /// Decodes the next chunk. The samples stay valid until the next call; empty when the
     /// entry is finished. Throws when the file breaks or ends before its declared length.
     public func nextChunk() throws(DecoderError) -> UnsafeBufferPointer<Float> {
+        if let deferredError {
+            self.deferredError = nil
+            throw deferredError
+        }
         if isFinished { return UnsafeBufferPointer(start: nil, count: 0) }
         var producedFrames = 0
         var output = UnsafeMutablePointer<Float>(mappedBuffer)
@@ -119,6 +126,7 @@ public final class EntryDecoder {
         let fileFrame = firstFileFrame + Int((Double(frame) * Double(fileRate) / Double(streamRate)).rounded())
         try decoder.seek(toFrame: min(fileFrame, endFileFrame))
         carry.removeAll()
+        deferredError = nil
         inputDone = false
         isFinished = false
         entryFrame = frame

@@ -49,6 +49,9 @@ enum WarmDevice {
         EngineThread(name: "musickit-warm", startsOnAnotherCPU: true, body: job).detach()
     }
 
+    /// Whether a device is being warmed up (or waits, opened, to be taken).
+    static var isPending: Bool { pending.withLock { $0 != nil } }
+
     /// The warmed-up device, when one was opened for `name` (with `fallback`) and `request`
     /// (waiting for its open to finish); nil otherwise, and a device warmed up for something
     /// else is closed.

@@ -99,6 +99,35 @@ final class EngineCaptureTests: XCTestCase {
         XCTAssertEqual(WarmDevice.taken.load(ordering: .relaxed), taken + 1, "a device for another rate is not taken")
     }
 
+    /// With a device warming up, the engine decodes the first entry's first chunk before it
+    /// takes the device. A first entry that opens but whose first chunk does not decode (a FLAC
+    /// whose frames are gone) is still reported and skipped as the decoder thread would, and the
+    /// next entry plays from its first frame; the same without a warm-up.
+    func testAFirstEntryWhoseFirstChunkFailsIsSkippedWithOrWithoutAWarmedUpDevice() throws {
+        let signal = TestSignal.sweep(frames: 20_000)
+        let broken = directory.appendingPathComponent("frames-gone.flac")
+        try writeAudioFile(broken, TestSignal.sweep(frames: 20_000, startHz: 300, endHz: 3_000))
+        var bytes = [UInt8](try Data(contentsOf: broken))
+        // The first frame starts at FLAC's frame sync code (0xFFF8) after the metadata.
+        guard let firstFrame = (4..<(bytes.count - 1)).first(where: { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xF8 }) else {
+            return XCTFail("no frame sync in \(broken.path)")
+        }
+        for index in firstFrame..<bytes.count { bytes[index] = 0 }
+        try Data(bytes).write(to: broken)
+        let good = try album(signal, cuts: [])
+        for warmedUp in [false, true] {
+            if warmedUp { AudioEngine.warmUpDevice(captureConfiguration(captureURL)) }
+            let (capture, events, _) = try play([broken.path] + good)
+            assertCapture(capture, equals: pcm16(signal))
+            let failures = events.compactMap { event -> UInt64? in
+                if case .entryFailed(let token, _) = event { return token.rawValue }
+                return nil
+            }
+            XCTAssertEqual(failures, [1], "warmed up: \(warmedUp); \(events)")
+            XCTAssertTrue(events.contains(.entryStarted(.init(rawValue: 2), streamFrame: 0)), "warmed up: \(warmedUp); \(events)")
+        }
+    }
+
     /// A warm-up's first work (`musickit play` loads its first file's decoder library there) runs
     /// on the warm-up's own thread, not the caller's, and the device it then opens is the one
     /// taken.
