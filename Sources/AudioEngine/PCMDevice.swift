@@ -44,6 +44,12 @@ final class PCMDevice: @unchecked Sendable {
         }
     }
 
+    deinit {
+        // libpulse's thread is joined here, on the thread that lets the device go, before the
+        // stream's last reference goes (see `PulseStream.shutDown`).
+        if case .pulse(let stream) = output { stream.shutDown() }
+    }
+
     /// Opens `name`, or `fallback` when `name` cannot be opened and there is one; when neither
     /// opens, `name`'s error.
     static func open(_ name: String, fallback: String?, request: PCMRequest) throws(ALSAError) -> PCMDevice {

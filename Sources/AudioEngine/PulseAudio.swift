@@ -300,17 +300,23 @@ final class PulseStream: @unchecked Sendable {
             library.mainloopUnlock(mainloop)
         } catch {
             library.mainloopUnlock(mainloop)
-            close()
+            shutDown()
             throw error
         }
     }
 
     deinit {
-        close()
+        shutDown()
         pollDescriptors.deallocate()
     }
 
-    private func close() {
+    /// Stops libpulse's thread (joining it: no callback runs after this) and closes the streams
+    /// and the connection; once. The owner calls it before it lets the stream go (`PCMDevice`'s
+    /// deinit): a callback running on libpulse's thread may hold a reference for a moment (a
+    /// debug build retains around calls), and were the owner's release not the last one, the
+    /// deinitializer would run there and stop the loop from its own thread (libpulse aborts:
+    /// seen in a test's seek).
+    func shutDown() {
         guard !isClosed else { return }
         isClosed = true
         library.mainloopStop(mainloop)  // joins libpulse's thread: no callback runs after this
@@ -331,10 +337,8 @@ final class PulseStream: @unchecked Sendable {
         library.mainloopFree(mainloop)
     }
 
-    /// Runs a callback's `body` on the stream behind `userdata` without retaining it: a strong
-    /// reference taken on libpulse's thread could be the last one when the engine lets the
-    /// stream go meanwhile, and the deinitializer, run there, would stop the loop from its own
-    /// thread (libpulse aborts: seen once in a benchmark's seek).
+    /// Runs a callback's `body` on the stream behind `userdata` without retaining it (the owner
+    /// keeps it alive until `shutDown()` has joined libpulse's thread).
     fileprivate static func with(_ userdata: UnsafeMutableRawPointer?, _ body: (PulseStream) -> Void) {
         Unmanaged<PulseStream>.fromOpaque(userdata!)._withUnsafeGuaranteedRef(body)
     }
