@@ -53,6 +53,7 @@ final class PulseAudioSpareStreamTests: XCTestCase {
     func testEachSwitchEndsOneUnderrunAtTheServer() throws {
         let server = try PrivatePulseServer(in: directory, sinkName: "switch_test", debugLog: true)
         defer { server.stop() }
+        try server.start()
         let previous = ProcessInfo.processInfo.environment["PULSE_SERVER"]
         setenv("PULSE_SERVER", server.address, 1)
         defer { if let previous { setenv("PULSE_SERVER", previous, 1) } else { unsetenv("PULSE_SERVER") } }

@@ -197,25 +197,35 @@ public enum SharedMonitor {
 }
 
 /// A PulseAudio server of the test's own (private runtime folder, one null sink, a socket in
-/// `folder`), for a test that must read the server's debug log or change the server; stopped by
-/// its PID.
-public final class PrivatePulseServer {
+/// `folder`), for a test that must read the server's debug log, change the server, or take it
+/// away under a stream; started by `start()` (again after `stop`, on the same socket) and
+/// stopped by its PID.
+public final class PrivatePulseServer: @unchecked Sendable {
+    // @unchecked: started and stopped by one test at a time.
     public let sinkName: String
     /// The server's address for `PULSE_SERVER` (`unix:PATH`).
     public let address: String
     public let logURL: URL
-    private let processID: pid_t
-    private var stopped = false
+    private let folder: URL
+    private let socket: String
+    private let debugLog: Bool
+    private var processID: pid_t?
 
-    /// Starts the server and waits (up to 10 s) until it answers.
-    public init(in folder: URL, sinkName: String = "private_test", debugLog: Bool) throws {
+    public init(in folder: URL, sinkName: String = "private_test", debugLog: Bool = false) throws {
+        self.folder = folder
         self.sinkName = sinkName
-        let runtime = folder.appendingPathComponent("pulse-runtime")
-        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let socket = folder.appendingPathComponent("pulse-native").path
+        self.debugLog = debugLog
+        socket = folder.appendingPathComponent("pulse-native").path
         address = "unix:\(socket)"
         logURL = folder.appendingPathComponent("pulseaudio.log")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("pulse-runtime"), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+    }
+
+    /// Starts the server and waits (up to 10 s) until it answers.
+    public func start() throws {
+        unlink(socket)  // left by a killed server
+        let runtime = folder.appendingPathComponent("pulse-runtime")
         // Not Foundation's `Process`: pulseaudio closes the descriptors it inherits, which
         // `Process` takes for its exit (see `spawnProcess`).
         let arguments = ["/usr/bin/pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit",
@@ -232,7 +242,7 @@ public final class PrivatePulseServer {
         }
         let deadline = Date().addingTimeInterval(10)
         while (try? runTool("/usr/bin/pactl", ["info"], environment: ["PULSE_SERVER": address]).code) != 0 {
-            guard kill(processID, 0) == 0, Date() < deadline else {
+            guard let processID, kill(processID, 0) == 0, Date() < deadline else {
                 stop()
                 throw XCTSkip("pulseaudio did not start: \((try? String(contentsOf: logURL, encoding: .utf8)) ?? "no log")")
             }
@@ -240,11 +250,13 @@ public final class PrivatePulseServer {
         }
     }
 
-    /// Stops the server by its PID and waits for it (its log is complete then).
-    public func stop() {
-        guard !stopped else { return }
-        stopped = true
-        kill(processID, SIGTERM)
+    /// Stops the server by its PID with `signal` and waits for it: SIGTERM lets it finish its
+    /// log; SIGKILL is a crash (and reaches a server started from a task's thread, which may not
+    /// hear SIGTERM).
+    public func stop(signal: Int32 = SIGTERM) {
+        guard let processID else { return }
+        self.processID = nil
+        kill(processID, signal)
         var status: Int32 = 0
         _ = waitpid(processID, &status, 0)
     }

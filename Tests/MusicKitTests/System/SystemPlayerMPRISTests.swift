@@ -163,8 +163,9 @@ extension SystemPlayerMPRISTests {
     /// told, and when the server is back the daemon plays on from where it was heard. The daemon
     /// plays through a PulseAudio server of its own here; the shared test sink is not touched.
     func testADeviceFailureIsReportedEverywhereAndPlaybackResumesWhenTheDeviceIsBack() async throws {
-        let server = try SoundServer(directory: directory.appendingPathComponent("pulse"))
-        addTeardownBlock { server.stop() }
+        // Killed (as a crash) and started again on the same socket, by its PID.
+        let server = try PrivatePulseServer(in: directory.appendingPathComponent("pulse"))
+        addTeardownBlock { server.stop(signal: SIGKILL) }
         try server.start()
         let app = SystemMusicPlayer(environment: environment)
         try app.stopDaemon()  // the next call starts one that plays through the server above
@@ -184,7 +185,7 @@ extension SystemPlayerMPRISTests {
             (Double((try? playerctl("position").out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? "") ?? 0) > 1.5
         }
 
-        server.stop()
+        server.stop(signal: SIGKILL)
         await eventually("both apps see the interruption") {
             app.state.playbackStatus == .interrupted && other.state.playbackStatus == .interrupted
         } detail: { "\(app.state.playbackStatus) \(other.state.playbackStatus)" }
@@ -198,53 +199,6 @@ extension SystemPlayerMPRISTests {
         } detail: { "\(app.state.playbackStatus); the daemon's log: " + ((try? String(contentsOf: SystemMusicPlayer.daemonLogURL(self.environment), encoding: .utf8)) ?? "") }
         XCTAssertEqual(app.playbackTime, heardAt, accuracy: 1, "on from where it was heard, not from the start")
         XCTAssertEqual(try playerctl("status").out, "Playing\n")
-    }
-}
-
-/// A PulseAudio server with a null sink, for one test: started, killed (as a crash) and started
-/// again on the same socket, by its PID.
-private final class SoundServer: @unchecked Sendable {
-    // @unchecked: used from the test's task only.
-    private let directory: URL
-    private var pid: pid_t?
-    var address: String { "unix:" + directory.appendingPathComponent("native").path }
-
-    init(directory: URL) throws {
-        self.directory = directory
-        for folder in ["runtime", "home"] {
-            try FileManager.default.createDirectory(at: directory.appendingPathComponent(folder), withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        }
-    }
-
-    func start() throws {
-        unlink(directory.appendingPathComponent("native").path)  // left by a killed server
-        let arguments = ["/usr/bin/pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--disable-shm=yes",
-                         "--log-target=file:" + directory.appendingPathComponent("pulseaudio.log").path,
-                         "-L", "module-null-sink sink_name=musickit_private rate=44100 channels=2",
-                         "-L", "module-native-protocol-unix auth-anonymous=1 socket=" + directory.appendingPathComponent("native").path]
-        var variables = ProcessInfo.processInfo.environment
-        variables["HOME"] = directory.appendingPathComponent("home").path
-        variables["XDG_RUNTIME_DIR"] = directory.appendingPathComponent("runtime").path
-        variables["PULSE_RUNTIME_PATH"] = directory.appendingPathComponent("runtime").path
-        variables["PULSE_SERVER"] = nil
-        // Not Foundation's Process: pulseaudio closes the descriptors it inherits (see spawnProcess).
-        guard case .success(let pid) = spawnProcess(arguments, environment: variables, outputPath: "/dev/null", newSession: false) else {
-            throw XCTSkip("pulseaudio could not be started")
-        }
-        self.pid = pid
-        for _ in 0..<100 {  // its socket answers (pactl info), at most 5 s
-            if (try? runTool("/usr/bin/pactl", ["info"], environment: ["PULSE_SERVER": address]).code) == 0 { return }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        throw XCTSkip("the private PulseAudio server did not answer")
-    }
-
-    func stop() {
-        guard let pid else { return }
-        kill(pid, SIGKILL)  // started from a task's thread, it may not hear SIGTERM
-        waitpid(pid, nil, 0)
-        self.pid = nil
     }
 }
 
