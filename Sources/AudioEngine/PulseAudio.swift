@@ -124,13 +124,15 @@ struct LibPulse: @unchecked Sendable {
 ///
 /// A skip or a seek while playing is `prepare()`, then the new frames and `start()`. Once the
 /// first stream has started, a second one (the spare) is connected beside it and kept running
-/// empty; the switch corks and flushes the playing stream, writes the new frames into the
-/// spare and triggers it, and the two trade places (the old one is uncorked, empty, at the next
-/// write). The server ends the spare's underrun by rewinding the sink over what it had
-/// rendered ahead and mixing the spare in from its first frame, where frames written into the
-/// playing stream wait behind what the sink rendered ahead (up to one block of the sink).
-/// Measured through the test sink (Benchmarks/RESULTS.md, 2026-12-03): 0.5–0.6 ms against
-/// 1.0–1.7 for the write in place; the server's debug log shows one rewind per switch, with
+/// empty; the switch corks the playing stream, writes the new frames into the spare and
+/// triggers it, and the two trade places (the old one is flushed and uncorked, empty, once the
+/// new one has played two buffers). The server ends the spare's underrun by rewinding the sink
+/// over what it had rendered ahead and mixing the spare in from its first frame, where frames
+/// written into the playing stream wait behind what the sink rendered ahead (up to one block of
+/// the sink).
+/// Measured through the test sink (Benchmarks/RESULTS.md, 2026-12-03): a libpulse client in C
+/// switched in 0.55–0.75 ms against 1.0–1.7 writing in place, the engine in 1.16 ms against
+/// 1.43 (medians, in turn); the server's debug log shows one rewind per switch, with
 /// only silence in the spare's render queue, so no frame of the new entry is dropped (a
 /// monitor, which already sent what the sink had rendered ahead, does not show the first
 /// frames that the rewind put in its place, as with any stream's start). A single stream
@@ -164,6 +166,8 @@ final class PulseStream: @unchecked Sendable {
     private var stream: LibPulse.Stream?
     private let deviceName: String
     private let bytesPerFrame: Int
+    /// The format and the buffer of both streams (the playing one and the spare).
+    private var sampleSpec: pa_sample_spec
     private var bufferAttributes: pa_buffer_attr
     fileprivate var ranDry = false
     /// Whether the stream is corked (paused at the server): after `drop()` and `pause(true)`,
@@ -247,6 +251,8 @@ final class PulseStream: @unchecked Sendable {
         configuration = PCMConfiguration(sampleRate: request.sampleRate, channelCount: request.channelCount,
                                           sampleFormat: format, periodSizeInFrames: request.periodSizeInFrames,
                                           bufferSizeInFrames: request.bufferSizeInFrames, canPause: true)
+        sampleSpec = pa_sample_spec(format: format.pulseFormat, rate: UInt32(request.sampleRate),
+                                    channels: UInt8(request.channelCount))
         // The server's buffer is the engine's device buffer; it asks for each period as soon as
         // there is room for it (early requests), and after running dry it plays again once all
         // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
@@ -278,14 +284,12 @@ final class PulseStream: @unchecked Sendable {
                 if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw failure("pa_context_connect") }
                 library.mainloopWait(mainloop)
             }
-            var spec = pa_sample_spec(format: format.pulseFormat, rate: UInt32(request.sampleRate),
-                                      channels: UInt8(request.channelCount))
             // Not corked at first, as the plugin's is not: nothing is written before `start()`, and
             // a stream made corked and uncorked by its first start was heard a block of the sink
             // later (probably the uncork's rewind of the sink coming before the trigger made the
             // frames playable): `musickit play FILE` 0.54 ms later at the monitor, the song's first
             // ~80 frames landing in a block already sent (Benchmarks/RESULTS.md, 2026-12-01 evening).
-            guard let stream = connectStream(spec: &spec, sink: sink) else { throw failure("pa_stream_connect_playback") }
+            guard let stream = connectStream(sink: sink) else { throw failure("pa_stream_connect_playback") }
             self.stream = stream
             while true {
                 let state = library.streamState(stream)
@@ -354,8 +358,8 @@ final class PulseStream: @unchecked Sendable {
 
     /// A new playback stream on `sink` (the server's default when nil), with this stream's
     /// callbacks, connecting (under the loop's lock). Nil when libpulse refused it.
-    private func connectStream(spec: inout pa_sample_spec, sink: String?) -> LibPulse.Stream? {
-        guard let stream = library.streamNew(context, "Music", &spec, nil) else { return nil }
+    private func connectStream(sink: String?) -> LibPulse.Stream? {
+        guard let stream = library.streamNew(context, "Music", &sampleSpec, nil) else { return nil }
         let me = Unmanaged.passUnretained(self).toOpaque()
         library.streamSetStateCallback(stream, { stream, userdata in
             PulseStream.with(userdata) { me in
@@ -415,10 +419,8 @@ final class PulseStream: @unchecked Sendable {
     /// On libpulse's thread, once the first stream has started: the spare, on the same sink.
     private func connectSpare() {
         guard let stream, let sink = library.streamDeviceName(stream) else { return }
-        var spec = pa_sample_spec(format: configuration.sampleFormat.pulseFormat, rate: UInt32(configuration.sampleRate),
-                                  channels: UInt8(configuration.channelCount))
         spareState = .connecting
-        spare = connectStream(spec: &spec, sink: String(cString: sink))
+        spare = connectStream(sink: String(cString: sink))
         if spare == nil { spareState = .failed }
     }
 
