@@ -424,9 +424,11 @@ final class EngineSession: @unchecked Sendable {
         // chunk (~0.3 ms for Ogg Vorbis) was the longest step between the device being ready and
         // the first write. Not otherwise: a download's first chunk would then wait for its bytes
         // before the device opens, instead of beside it.
+        /// The entry frame `startSeconds` is at, at `rate`.
+        func startFrame(atRate rate: Int) -> Int { max(0, Int((startSeconds * Double(rate)).rounded())) }
         let early = WarmDevice.isPending ? try Self.decoderWithFirstChunk(
             entry: firstEntry, opened: firstFile, streamRate: request.sampleRate,
-            entryFrame: max(0, Int((startSeconds * Double(request.sampleRate)).rounded())), configuration: configuration) : nil
+            entryFrame: startFrame(atRate: request.sampleRate), configuration: configuration) : nil
 
         if let warm = WarmDevice.take(name: configuration.deviceName, fallback: configuration.fallbackDeviceName, request: request) {
             device = warm
@@ -439,12 +441,13 @@ final class EngineSession: @unchecked Sendable {
         }
         let streamRate = device.configuration.sampleRate
         let first: EntryDecoder
-        let firstEntryFrame = max(0, Int((startSeconds * Double(streamRate)).rounded()))
+        let firstEntryFrame = startFrame(atRate: streamRate)
         if let early, early.streamRate == streamRate {
             first = early
         } else {
-            // The device took another rate: a decoder for it, at the entry's first frame again
-            // when the early one read from the file.
+            // No early decoder (no warm-up), or the device took another rate than asked: a
+            // decoder for the device's rate, at the entry's first frame again when the early one
+            // read from the file.
             do {
                 first = try EntryDecoder(entry: firstEntry, opened: firstFile, streamRate: streamRate,
                                          streamChannels: channelCount, chunkFrames: configuration.decodeChunkInFrames)

@@ -43,8 +43,8 @@ final class StartIntegrityTests: XCTestCase {
     /// Both start new audio by ending a stream's underrun, so at a skip or a seek while playing
     /// the monitor may not show the first frames either way (`monitorLandingFloor`): the
     /// plugin makes a new stream, the native output switches to its spare stream. That the
-    /// native switch drops nothing at the server is `RealTimeSinkTests`' check of the server's
-    /// log.
+    /// native switch drops nothing at the server is `PulseAudioSpareStreamTests`' check of the
+    /// server's log.
     enum Output {
         case pulsePlugin, nativePulseAudio
     }
