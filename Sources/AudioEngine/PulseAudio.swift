@@ -18,6 +18,9 @@ struct LibPulse: @unchecked Sendable {
     typealias StreamRequestCallback = @convention(c) (Stream?, Int, UnsafeMutableRawPointer?) -> Void
     typealias SubscribeCallback = @convention(c) (Context?, pa_subscription_event_type_t, UInt32, UnsafeMutableRawPointer?) -> Void
     typealias SinkInputInfoCallback = @convention(c) (Context?, UnsafePointer<pa_sink_input_info>?, Int32, UnsafeMutableRawPointer?) -> Void
+    typealias TimeEvent = OpaquePointer
+    typealias TimeEventCallback = @convention(c) (UnsafeMutablePointer<pa_mainloop_api>?, TimeEvent?, UnsafePointer<timeval>?,
+                                                  UnsafeMutableRawPointer?) -> Void
 
     let mainloopNew: @convention(c) () -> Mainloop?
     let mainloopAPI: @convention(c) (Mainloop?) -> UnsafeMutablePointer<pa_mainloop_api>?
@@ -36,6 +39,9 @@ struct LibPulse: @unchecked Sendable {
     let contextErrno: @convention(c) (Context?) -> Int32
     let contextDisconnect: @convention(c) (Context?) -> Void
     let contextUnref: @convention(c) (Context?) -> Void
+    let contextTimerNew: @convention(c) (Context?, UInt64, TimeEventCallback?, UnsafeMutableRawPointer?) -> TimeEvent?
+    let contextTimerRestart: @convention(c) (Context?, TimeEvent?, UInt64) -> Void
+    let monotonicMicroseconds: @convention(c) () -> UInt64
     let streamNew: @convention(c) (Context?, UnsafePointer<CChar>?, UnsafePointer<pa_sample_spec>?, UnsafeRawPointer?) -> Stream?
     let streamSetStateCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
     let streamSetWriteCallback: @convention(c) (Stream?, StreamRequestCallback?, UnsafeMutableRawPointer?) -> Void
@@ -51,6 +57,7 @@ struct LibPulse: @unchecked Sendable {
     let streamFlush: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let streamTrigger: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let streamLatency: @convention(c) (Stream?, UnsafeMutablePointer<UInt64>?, UnsafeMutablePointer<Int32>?) -> Int32
+    let streamUpdateTimingInfo: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let streamBufferAttributes: @convention(c) (Stream?) -> UnsafePointer<pa_buffer_attr>?
     let streamIndex: @convention(c) (Stream?) -> UInt32
     let streamDeviceIndex: @convention(c) (Stream?) -> UInt32
@@ -87,6 +94,9 @@ struct LibPulse: @unchecked Sendable {
                 contextErrno: try function("pa_context_errno"),
                 contextDisconnect: try function("pa_context_disconnect"),
                 contextUnref: try function("pa_context_unref"),
+                contextTimerNew: try function("pa_context_rttime_new"),
+                contextTimerRestart: try function("pa_context_rttime_restart"),
+                monotonicMicroseconds: try function("pa_rtclock_now"),
                 streamNew: try function("pa_stream_new"),
                 streamSetStateCallback: try function("pa_stream_set_state_callback"),
                 streamSetWriteCallback: try function("pa_stream_set_write_callback"),
@@ -100,6 +110,7 @@ struct LibPulse: @unchecked Sendable {
                 streamFlush: try function("pa_stream_flush"),
                 streamTrigger: try function("pa_stream_trigger"),
                 streamLatency: try function("pa_stream_get_latency"),
+                streamUpdateTimingInfo: try function("pa_stream_update_timing_info"),
                 streamBufferAttributes: try function("pa_stream_get_buffer_attr"),
                 streamIndex: try function("pa_stream_get_index"),
                 streamDeviceIndex: try function("pa_stream_get_device_index"),
@@ -204,6 +215,20 @@ final class PulseStream: @unchecked Sendable {
     private let realtimePriority: Int32?
     private var askedForPriority = false
 
+    /// When the playing stream's timing (what the server played, for `delayFrames()`) is asked
+    /// for next: 10 ms after each start or resume, then at doubling intervals up to 1.5 s, as
+    /// libpulse's automatic updates would, but never in the same breath as a start or a switch.
+    /// libpulse's own (`PA_STREAM_AUTO_TIMING_UPDATE`) sends a timing request before and after
+    /// every cork and trigger and after a write that seeks, so a switch went out as request,
+    /// cork, request, frames, request, trigger, request, and the server answers each request
+    /// with a round trip to its sink's thread before it reads the next command. Without them,
+    /// through the test sink, 3 alternations of 15 (Benchmarks/RESULTS.md, 2026-12-03
+    /// afternoon): native skip 0.97, 1.11, 0.84 ms against 1.51, 1.18, 1.45.
+    private var timingTimer: LibPulse.TimeEvent?
+    private var timingIntervalInMicroseconds: UInt64 = PulseStream.firstTimingInterval
+    private static let firstTimingInterval: UInt64 = 10_000
+    private static let longestTimingInterval: UInt64 = 1_500_000
+
     /// Gives the connection to the server that a program began before the engine existed (a
     /// main loop and a context, as `init` makes them, connecting or connected; its state
     /// callback replaced here): the next stream takes it, once. See
@@ -297,6 +322,9 @@ final class PulseStream: @unchecked Sendable {
                 if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw failure("pa_stream_connect_playback") }
                 library.mainloopWait(mainloop)
             }
+            timingTimer = library.contextTimerNew(context, UInt64.max /* PA_USEC_INVALID: not armed */, { _, _, _, userdata in
+                PulseStream.with(userdata) { $0.timingTimerFired() }
+            }, me)
             if let granted = library.streamBufferAttributes(stream)?.pointee {
                 configuration.bufferSizeInFrames = Int(granted.tlength) / bytesPerFrame
                 configuration.periodSizeInFrames = max(1, Int(granted.minreq) / bytesPerFrame)
@@ -385,8 +413,8 @@ final class PulseStream: @unchecked Sendable {
                 if me.spareState == .none { me.connectSpare() }
             }
         }, me)
-        let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue
-                                      | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
+        // No PA_STREAM_AUTO_TIMING_UPDATE: this type asks for the timing itself (`timingTimer`).
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
         let result = if let sink {
             sink.withCString { library.streamConnectPlayback(stream, $0, &bufferAttributes, flags, nil, nil) }
         } else {
@@ -596,6 +624,7 @@ final class PulseStream: @unchecked Sendable {
             }
             release(library.streamTrigger(stream, nil, nil))
             startedSinceSwitch = true
+            scheduleTimingUpdates()
             return 0
         }
     }
@@ -663,8 +692,30 @@ final class PulseStream: @unchecked Sendable {
             flushIfPrepared(stream)
             release(library.streamCork(stream, enable ? 1 : 0, nil, nil))
             isCorked = enable
+            if !enable { scheduleTimingUpdates() }
             return 0
         }
+    }
+
+    /// After a start or a resume (under the loop's lock): the first timing request 10 ms later.
+    /// Until its answer, `delayFrames()` counts every frame written since the flush as unheard.
+    private func scheduleTimingUpdates() {
+        timingIntervalInMicroseconds = PulseStream.firstTimingInterval
+        armTimingTimer()
+    }
+
+    private func armTimingTimer() {
+        guard let timingTimer else { return }
+        library.contextTimerRestart(context, timingTimer, library.monotonicMicroseconds() + timingIntervalInMicroseconds)
+        timingIntervalInMicroseconds = min(2 * timingIntervalInMicroseconds, PulseStream.longestTimingInterval)
+    }
+
+    /// On libpulse's thread: asks the server for the playing stream's timing, then again later
+    /// (not while corked: the resume schedules it again).
+    private func timingTimerFired() {
+        guard !isClosed, !hasFailed, !isCorked, let stream else { return }
+        release(library.streamUpdateTimingInfo(stream, nil, nil))
+        armTimingTimer()
     }
 
     private func release(_ operation: LibPulse.Operation?) {

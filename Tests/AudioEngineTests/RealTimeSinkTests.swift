@@ -206,6 +206,38 @@ final class RealTimeSinkTests: XCTestCase {
         engine.stop()
     }
 
+    /// The native output asks the server for its timing itself, after each start (no automatic
+    /// updates: they slowed every switch): after each of two skips while playing, one into
+    /// the spare stream and one back into the first, the position is the new entry's and
+    /// follows the clock from the skip on.
+    func testNativeSkipsWhilePlayingReportThePositionAsItIsHeard() throws {
+        let device = try AudioTestEnvironment.requireNativePulse()
+        _ = try recorder()
+        let paths = try (0..<3).map { index in
+            let url = directory.appendingPathComponent("tone\(index).flac")
+            try writeAudioFile(url, TestSignal.tone(hz: 300 + 400 * Double(index), frames: 44_100 * 4, sampleRate: 44_100, channels: 2))
+            return url.path
+        }
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+        engine.setQueue(AudioEntryList(paths: paths))
+        try engine.play()
+        usleep(600_000)  // the spare is made after the first start
+        for token in [2, 3] as [UInt64] {
+            let skipped = monotonicNanoseconds()
+            engine.skipToNextEntry()
+            for pause in [150_000, 300_000, 600_000] as [useconds_t] {
+                usleep(pause)
+                let position = engine.position
+                let elapsed = Double(monotonicNanoseconds() - skipped) / 1e9
+                XCTAssertEqual(position.token?.rawValue, token)
+                XCTAssertEqual(position.seconds, elapsed, accuracy: 0.04, "entry \(token), \(elapsed) s after the skip")
+            }
+        }
+        XCTAssertEqual(engine.statistics.underruns, 0)
+        XCTAssertEqual(engine.statistics.xruns, 0)
+        engine.stop()
+    }
+
     func testPauseHoldsThePositionAndResumeContinuesFromIt() throws {
         let device = try AudioEnginePulseRequirement.device()
         _ = try recorder()
