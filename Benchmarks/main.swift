@@ -132,19 +132,22 @@ if realTimeGroups.contains(where: { wants($0) }) {
     if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
     if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU() }
     if wants("load") { progress("60 s under load"); engine.underLoad() }
+    // The players on the device they take by default where a server is there (natively:
+    // `AudioEngineConfiguration.automaticDeviceName`), the engine rows above on both.
+    let playerDevice = nativeDevice ?? device
     if wants("player") {
         progress("ApplicationMusicPlayer")
-        try PlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+        try PlayerBenchmarks(device: playerDevice, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
                              landingFloor: floor).run()
     }
     if wants("preview") {
         progress("remote preview: play() while it downloads, and mpv")
-        try PreviewBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+        try PreviewBenchmarks(device: playerDevice, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
                               landingFloor: floor, peers: peers).run()
     }
     if wants("system") {
         progress("SystemMusicPlayer through musickitd")
-        try SystemPlayerBenchmarks(device: device, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
+        try SystemPlayerBenchmarks(device: playerDevice, recorder: recorder, fixtures: fixtures, runs: runs, report: report,
                                    landingFloor: floor, musickit: musickit).run()
     }
     if wants("cli") { progress("command-line start"); peers.commandLineTTFA(floor: floor, control: control) }
