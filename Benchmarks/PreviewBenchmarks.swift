@@ -59,11 +59,11 @@ struct PreviewBenchmarks {
             var run = 0
             let mpvChecks = peers.commandStarts(mpv, track: reference) {
                 run += 1
-                return ["--no-config", "--no-video", "--really-quiet", "--cache=no", "--ao=alsa", "--audio-device=alsa/\(device)",
+                return ["--no-config", "--no-video", "--really-quiet", "--cache=no", "--ao=alsa", "--audio-device=alsa/\(peers.device)",
                         "http://127.0.0.1:\(server.port)/preview.m4a?mpv=\(run)"]
             }
             report.add(Row("mpv remote preview TTFA, same server: process start -> sound", starts: mpvChecks,
-                           landingFloor: landingFloor, note: "same URL, same ALSA device; includes mpv's start-up"))
+                           landingFloor: landingFloor, note: "same URL, the same sink through ALSA's pulse plugin; includes mpv's start-up"))
         }
     }
 

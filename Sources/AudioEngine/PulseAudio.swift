@@ -143,7 +143,8 @@ struct LibPulse: @unchecked Sendable {
 /// the sink).
 /// Measured through the test sink (Benchmarks/RESULTS.md, 2026-12-03): a libpulse client in C
 /// switched in 0.55–0.75 ms against 1.0–1.7 writing in place, the engine in 1.16 ms against
-/// 1.43 (medians, in turn); the server's debug log shows one rewind per switch, with
+/// 1.43 (medians, in turn), and in 0.71–0.85 ms once the stream asked for its timing itself
+/// (`timingTimer`); the server's debug log shows one rewind per switch, with
 /// only silence in the spare's render queue, so no frame of the new entry is dropped (a
 /// monitor, which already sent what the sink had rendered ahead, does not show the first
 /// frames that the rewind put in its place, as with any stream's start). A single stream
