@@ -715,6 +715,10 @@ final class PulseStream: @unchecked Sendable {
     /// (not while corked: the resume schedules it again).
     private func timingTimerFired() {
         guard !isClosed, !hasFailed, !isCorked, let stream else { return }
+        // Between a skip's `prepare()` or switch and its `start()` (the audio thread lets the
+        // lock go between the calls), a request would sit before the trigger: the start
+        // schedules the next one.
+        if replacement != .none || (spareState == .corkedAfterSwitch && !startedSinceSwitch) { return }
         release(library.streamUpdateTimingInfo(stream, nil, nil))
         armTimingTimer()
     }
