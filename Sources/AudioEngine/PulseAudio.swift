@@ -18,6 +18,7 @@ struct LibPulse: @unchecked Sendable {
     typealias StreamRequestCallback = @convention(c) (Stream?, Int, UnsafeMutableRawPointer?) -> Void
     typealias SubscribeCallback = @convention(c) (Context?, pa_subscription_event_type_t, UInt32, UnsafeMutableRawPointer?) -> Void
     typealias SinkInputInfoCallback = @convention(c) (Context?, UnsafePointer<pa_sink_input_info>?, Int32, UnsafeMutableRawPointer?) -> Void
+    typealias SinkInfoCallback = @convention(c) (Context?, UnsafePointer<pa_sink_info>?, Int32, UnsafeMutableRawPointer?) -> Void
     typealias TimeEvent = OpaquePointer
     typealias TimeEventCallback = @convention(c) (UnsafeMutablePointer<pa_mainloop_api>?, TimeEvent?, UnsafePointer<timeval>?,
                                                   UnsafeMutableRawPointer?) -> Void
@@ -67,6 +68,7 @@ struct LibPulse: @unchecked Sendable {
     let contextSetSubscribeCallback: @convention(c) (Context?, SubscribeCallback?, UnsafeMutableRawPointer?) -> Void
     let contextSubscribe: @convention(c) (Context?, pa_subscription_mask_t, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let contextSinkInputInfo: @convention(c) (Context?, UInt32, SinkInputInfoCallback?, UnsafeMutableRawPointer?) -> Operation?
+    let contextSinkInfoByName: @convention(c) (Context?, UnsafePointer<CChar>?, SinkInfoCallback?, UnsafeMutableRawPointer?) -> Operation?
     let contextSetSinkInputVolume: @convention(c) (Context?, UInt32, UnsafePointer<pa_cvolume>?, UnsafeRawPointer?,
                                                    UnsafeMutableRawPointer?) -> Operation?
     let contextSetSinkInputMute: @convention(c) (Context?, UInt32, Int32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
@@ -120,6 +122,7 @@ struct LibPulse: @unchecked Sendable {
                 contextSetSubscribeCallback: try function("pa_context_set_subscribe_callback"),
                 contextSubscribe: try function("pa_context_subscribe"),
                 contextSinkInputInfo: try function("pa_context_get_sink_input_info"),
+                contextSinkInfoByName: try function("pa_context_get_sink_info_by_name"),
                 contextSetSinkInputVolume: try function("pa_context_set_sink_input_volume"),
                 contextSetSinkInputMute: try function("pa_context_set_sink_input_mute"),
                 contextMoveSinkInput: try function("pa_context_move_sink_input_by_index"),
@@ -196,6 +199,12 @@ final class PulseStream: @unchecked Sendable {
     /// room left in the buffer the flush emptied (see `roomInFrames`).
     private var framesSinceFlush = 0
     private var isClosed = false
+    /// Whether the sink named in the device's name is known to the server, asked for beside the
+    /// stream's creation: PulseAudio refuses a stream for a sink it does not have, but PipeWire's
+    /// pulse server (0.3.65) makes it and its session manager links it to the default sink, so
+    /// the music would come out of another device than the one named.
+    private enum SinkLookup { case none, pending, found, missing }
+    private var sinkLookup = SinkLookup.none
 
     /// The second stream, for switches (see the type's comment); made after the first start.
     private var spare: LibPulse.Stream?
@@ -315,11 +324,30 @@ final class PulseStream: @unchecked Sendable {
             // later (probably the uncork's rewind of the sink coming before the trigger made the
             // frames playable): `musickit play FILE` 0.54 ms later at the monitor, the song's first
             // ~80 frames landing in a block already sent (Benchmarks/RESULTS.md, 2026-12-01 evening).
+            if let sink {
+                // Sent first, so answered before the stream is: the wait below is no longer.
+                sinkLookup = .pending
+                release(sink.withCString { name in
+                    library.contextSinkInfoByName(context, name, { _, info, endOfList, userdata in
+                        PulseStream.with(userdata) { me in
+                            if info != nil {
+                                me.sinkLookup = .found
+                            } else if endOfList != 0, me.sinkLookup == .pending {
+                                me.sinkLookup = .missing
+                            }
+                            me.wakeWaiters()
+                        }
+                    }, me)
+                })
+            }
             guard let stream = connectStream(sink: sink) else { throw failure("pa_stream_connect_playback") }
             self.stream = stream
             while true {
+                if sinkLookup == .missing {
+                    throw failure("pa_stream_connect_playback", code: Int32(PA_ERR_NOENTITY.rawValue))
+                }
                 let state = library.streamState(stream)
-                if state == PA_STREAM_READY { break }
+                if state == PA_STREAM_READY && sinkLookup != .pending { break }
                 if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw failure("pa_stream_connect_playback") }
                 library.mainloopWait(mainloop)
             }
@@ -498,9 +526,10 @@ final class PulseStream: @unchecked Sendable {
         }
     }
 
-    /// The context's last error as an `ALSAError` for `operation` (called with the lock held).
-    private func failure(_ operation: String) -> ALSAError {
-        let code = library.contextErrno(context)
+    /// The context's last error (or `code`, a `pa_error_code`) as an `ALSAError` for `operation`
+    /// (called with the lock held).
+    private func failure(_ operation: String, code: Int32? = nil) -> ALSAError {
+        let code = code ?? library.contextErrno(context)
         let text = library.errorText(code).map { String(cString: $0) } ?? "error \(code)"
         var hint = text
         if code == PA_ERR_CONNECTIONREFUSED.rawValue || code == PA_ERR_INVALIDSERVER.rawValue {
