@@ -159,8 +159,13 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     public var channelCount: Int = 2
     /// Device sample formats to try, in order.
     public var sampleFormats: [PCMSampleFormat] = [.int16, .int32, .float32]
-    /// The device's period: the audio thread's wake-up interval and the skip floor (221 frames
-    /// at 44.1 kHz). A duration, so that a stream at a higher rate keeps the same timing.
+    /// The device's period: the audio thread's wake-up interval and the skip floor. A duration,
+    /// so that a stream at a higher rate keeps the same timing, asked for as the power of two
+    /// frames at or above it (5 ms: 256 frames at 44.1 and 48 kHz, 512 at 96 kHz). PipeWire takes
+    /// a stream's period as its latency (natively and through ALSA's pulse or pipewire plugins)
+    /// and runs the whole graph at the largest power-of-two quantum within it: 221 frames made
+    /// it run at 128 (2.9 ms) when its rate was 44.1 kHz, and that lost 128-frame blocks on this
+    /// VM (Benchmarks/RESULTS.md, "PipeWire's pulse server").
     public var periodDuration: Duration = .milliseconds(5)
     /// What the device buffers: the headroom against scheduling delays (2,205 frames at 44.1 kHz).
     /// Starts, skips and seeks do not wait for it (they drop what is buffered), so it costs no
@@ -199,9 +204,14 @@ extension AudioEngineConfiguration {
     /// What the device is asked for, for a stream at `sampleRate`.
     func pcmRequest(sampleRate: Int) -> PCMRequest {
         PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,
-                   periodSizeInFrames: Self.frames(in: periodDuration, at: sampleRate),
+                   periodSizeInFrames: Self.powerOfTwo(atLeast: Self.frames(in: periodDuration, at: sampleRate)),
                    bufferSizeInFrames: Self.frames(in: bufferDuration, at: sampleRate),
                    realtimePriority: realtimePriority)
+    }
+
+    /// The smallest power of two at or above `count` (at least one).
+    static func powerOfTwo(atLeast count: Int) -> Int {
+        count <= 1 ? 1 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)
     }
 
     /// Frames that last `duration` at `sampleRate`, rounded to the nearest (at least one).

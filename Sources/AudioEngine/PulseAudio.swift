@@ -291,15 +291,9 @@ final class PulseStream: @unchecked Sendable {
         // The server's buffer is the engine's device buffer; it asks for each period as soon as
         // there is room for it (early requests), and after running dry it plays again once all
         // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
-        // The period is rounded up to a power of two frames (5 ms, 221 frames at 44.1 kHz, asks for
-        // 256): PipeWire's pulse server makes a stream's period its node's latency, and PipeWire
-        // runs the whole graph at the largest power-of-two quantum within every node's latency,
-        // so 221 frames (granted as 236) made it run at 128 frames (2.9 ms) whenever the graph's
-        // rate was the stream's, and that glitched on this VM (Benchmarks/RESULTS.md, PipeWire).
+        // (The period is a power of two frames: see `AudioEngineConfiguration.periodDuration`.)
         let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
-        let asked = request.periodSizeInFrames
-        let periodFrames = asked <= 1 ? 1 : 1 << (Int.bitWidth - (asked - 1).leadingZeroBitCount)
-        let periodBytes = min(periodFrames, request.bufferSizeInFrames / 2) * bytesPerFrame
+        let periodBytes = request.periodSizeInFrames * bytesPerFrame
         bufferAttributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(bufferBytes),
                                           prebuf: UInt32(bufferBytes - periodBytes), minreq: UInt32(periodBytes),
                                           fragsize: UInt32.max)
