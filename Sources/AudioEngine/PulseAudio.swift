@@ -656,6 +656,14 @@ final class PulseStream: @unchecked Sendable {
             release(library.streamTrigger(stream, nil, nil))
             startedSinceSwitch = true
             scheduleTimingUpdates()
+            // Wakes the audio thread when a period fits, as an ALSA device's poll does: the server
+            // asks for frames only once it plays. PipeWire's pulse server (0.3.65, Debian 12)
+            // ignores the trigger and plays a stream from its start threshold, in whole quanta of
+            // its graph; a short last entry after a skip (882 frames) waited there for the silence
+            // after it, which the audio thread wrote only when its poll timed out, 200 ms later,
+            // and on a graph at 1,024 frames was not heard at all before the end-of-queue drop
+            // (Benchmarks/RESULTS.md, 2026-12-03 night).
+            if roomInFrames(stream) >= configuration.periodSizeInFrames { events.signal() }
             return 0
         }
     }
