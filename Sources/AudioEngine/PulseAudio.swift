@@ -133,8 +133,10 @@ struct LibPulse: @unchecked Sendable {
 
 /// A playback stream on a PulseAudio (or PipeWire) server through libpulse, behaving as the
 /// engine expects of a PCM (see `PCMDevice`): created empty and below its start threshold, so
-/// nothing plays until `start()` triggers it; `drop()` corks and flushes it (and the next
-/// `start()` uncorks it); `pause` corks in place.
+/// nothing plays until `start()` triggers it (PipeWire's pulse server ignores the trigger and
+/// plays from the threshold: see `start()`; the engine writes only as it starts the stream, so
+/// nothing plays before it there either); `drop()` corks and flushes it (and the next `start()`
+/// uncorks it); `pause` corks in place.
 ///
 /// A skip or a seek while playing is `prepare()`, then the new frames and `start()`. Once the
 /// first stream has started, a second one (the spare) is connected beside it and kept running
@@ -290,7 +292,8 @@ final class PulseStream: @unchecked Sendable {
                                     channels: UInt8(request.channelCount))
         // The server's buffer is the engine's device buffer; it asks for each period as soon as
         // there is room for it (early requests), and after running dry it plays again once all
-        // but a period is there (or when `start()` triggers it), as ALSA's pulse plugin sets it up.
+        // but a period is there (or, on PulseAudio, when `start()` triggers it), as ALSA's pulse
+        // plugin sets it up.
         // (The period is a power of two frames: see `AudioEngineConfiguration.periodDuration`.)
         let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
         let periodBytes = request.periodSizeInFrames * bytesPerFrame
@@ -644,7 +647,8 @@ final class PulseStream: @unchecked Sendable {
         }
     }
 
-    /// Plays what was written, from its first frame, even below the server's start threshold.
+    /// Plays what was written, from its first frame: on PulseAudio even below the server's start
+    /// threshold; on PipeWire's pulse server once the frames that follow reach it (below).
     func start() -> Int32 {
         locked { stream in
             if hasFailed { return -EIO }
