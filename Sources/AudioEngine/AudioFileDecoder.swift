@@ -141,6 +141,16 @@ public final class AudioFileDecoder {
     /// `AudioFileInfo.formatName`).
     public static let losslessFileExtensions: Set<String> = ["wav", "wave", "flac", "aif", "aiff", "aifc", "au", "caf", "w64"]
 
+    /// A tag's text without the white space (and line breaks) around it; nil when nothing is
+    /// left. Written out rather than Foundation's `trimmingCharacters(in:)`, which goes through
+    /// NSString and cost `musickit play FILE` ~0.12 ms of its start for the first file's tags.
+    static func tagText(_ value: UnsafePointer<CChar>) -> String? {
+        let scalars = String(cString: value).unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return nil }
+        return String(scalars[first...last])
+    }
+
     /// Opens what `entry` plays (taking the decoder kept for its file, if one is); an unplayable
     /// entry fails with the reason it was given.
     public static func open(_ entry: AudioEntry) throws(DecoderError) -> AudioFileDecoder {

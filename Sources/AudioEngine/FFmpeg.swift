@@ -632,8 +632,7 @@ private struct LibAV: @unchecked Sendable {
                 while let next = av.dictionaryGet(dictionary, "", entry, Int32(AV_DICT_IGNORE_SUFFIX)) {
                     entry = next
                     guard let key = next.pointee.key, let value = next.pointee.value else { continue }
-                    let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
-                    if !text.isEmpty { values[String(cString: key).lowercased()] = text }
+                    if let text = AudioFileDecoder.tagText(value) { values[String(cString: key).lowercased()] = text }
                 }
             }
         }

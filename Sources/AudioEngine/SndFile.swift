@@ -124,9 +124,7 @@ final class SndFileReader: AudioFileReader {
 
     private static func readInfo(_ sndfile: LibSndFile, _ handle: OpaquePointer, _ sfinfo: SF_INFO) -> AudioFileInfo {
         func tag(_ type: Int32) -> String? {
-            guard let value = sndfile.getString(handle, type) else { return nil }
-            let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
-            return text.isEmpty ? nil : text
+            sndfile.getString(handle, type).flatMap(AudioFileDecoder.tagText)
         }
         var format = SF_FORMAT_INFO()
         format.format = sfinfo.format & Int32(SF_FORMAT_TYPEMASK)

@@ -26,6 +26,18 @@ final class AudioFileDecoderTests: XCTestCase {
         }
     }
 
+    func testTagsAreTrimmedOfSurroundingWhiteSpaceAndBlankOnesLeftOut() throws {
+        let url = directory.appendingPathComponent("tags.flac")
+        try writeAudioFile(url, TestSignal.sweep(frames: 1_000), format: .flac16,
+                           tags: .init(title: " \tSweep  in   Time\n", artist: "\u{2003}Ünïcödé Ärtist\u{00A0}",
+                                       album: " \n\t ", genre: "Tones"))
+        let info = try AudioFileDecoder(path: url.path).info
+        XCTAssertEqual(info.title, "Sweep  in   Time", "white space inside a tag is kept")
+        XCTAssertEqual(info.artist, "Ünïcödé Ärtist", "Unicode spaces around it go")
+        XCTAssertNil(info.album, "a tag of white space only is no tag")
+        XCTAssertEqual(info.genre, "Tones")
+    }
+
     func testLossyFormatsDecodeToTheirLengthAndTone() throws {
         // A 1 kHz tone: lossy codecs change samples but keep its length and pitch.
         let rate = 48_000
