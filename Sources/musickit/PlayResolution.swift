@@ -18,7 +18,7 @@ enum PlayResolution {
         for argument in arguments {
             if isFile(argument) {
                 // A missing file still becomes an entry: the player skips it and says why.
-                items.append(Song(fileURL: URL(fileURLWithPath: argument)))
+                items.append(Song(filePath: argument))
                 continue
             }
             if !catalogReady {

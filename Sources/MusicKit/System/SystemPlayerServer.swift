@@ -441,7 +441,7 @@ extension SystemPlayerServer {
         guard path.hasPrefix("/"), FileManager.default.fileExists(atPath: path) else {
             throw SystemPlayerURIError(description: "No such file: \(uri) (give an absolute path, file://… or musickit:ID)")
         }
-        return PlayResolutionItem(item: Song(fileURL: URL(fileURLWithPath: path)))
+        return PlayResolutionItem(item: Song(filePath: path))
     }
 }
 

@@ -10,7 +10,19 @@ final class LocalFileSongTests: XCTestCase {
                      "../up.ogg", "/tmp/a b/ü.opus"]
         for path in paths {
             let url = URL(fileURLWithPath: path)
-            XCTAssertEqual(Song.standardizedPath(of: url), url.standardizedFileURL.path, path)
+            XCTAssertEqual(Song.standardizedPath(path), url.standardizedFileURL.path, path)
+            XCTAssertEqual(Song(filePath: path).resource.string("filePath"), Song(fileURL: url).resource.string("filePath"), path)
+        }
+    }
+
+    func testASongWithoutTagsIsNamedAfterItsFileAsTheURLWouldName() {
+        let paths = ["/tmp/a.wav", "/tmp/song.tar.gz", "/tmp/.hidden", "/tmp/.hidden.flac", "/tmp/noext", "/tmp/a b/ü.opus",
+                     "relative/track 01.mp3", "/tmp/x/../Album/02 - Two.ogg"]
+        for path in paths {
+            let url = URL(fileURLWithPath: path)
+            XCTAssertEqual(Song.nameWithoutExtension(ofFileAt: Song.standardizedPath(path)),
+                           url.deletingPathExtension().lastPathComponent, path)
+            XCTAssertEqual(Song(filePath: path).title, url.deletingPathExtension().lastPathComponent, path)
         }
     }
 
