@@ -55,6 +55,16 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(third.unchanged, 2)
     }
 
+    func testAScannedSongWithoutATitleTagIsNamedAfterItsFile() async throws {
+        let writer = try AudioFileWriter(path: music.appendingPathComponent("07 - Untagged.Take 2.flac").path, format: .flac16,
+                                         sampleRate: 44_100, channelCount: 2, tags: .init(artist: "Nobody"))
+        try writer.write([Float](repeating: 0.25, count: 4_410 * 2))
+        try writer.close()
+        _ = try MusicLibraryScanner.scan()
+        let songs = try await MusicLibraryRequest<Song>().response().items
+        XCTAssertEqual(songs.map(\.title), ["07 - Untagged.Take 2"], "the file's name without its extension")
+    }
+
     func testLibraryRequestsFilterSortAndPage() async throws {
         try addSomeSongs()
         _ = try MusicLibraryScanner.scan()

@@ -168,7 +168,7 @@ final class LibraryStore: @unchecked Sendable {
                     do {
                         let decoder = try AudioFileDecoder(path: file.path)
                         let info = decoder.info
-                        let stem = URL(fileURLWithPath: file.path).deletingPathExtension().lastPathComponent
+                        let stem = Song.nameWithoutExtension(ofFileAt: file.path)
                         let cover = artwork.artwork(embedded: decoder.coverArt, besides: file.path)?.serialized
                         try upsert.run([file.path, id, file.size, file.mtime, true, nil, info.title ?? stem,
                                         info.artist, info.album, info.genre, info.trackNumber, info.duration, info.date, now, cover])

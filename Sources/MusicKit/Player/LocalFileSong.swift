@@ -56,7 +56,7 @@ extension Song {
     }
 
     /// The file's name without its extension (`URL.deletingPathExtension().lastPathComponent`):
-    /// what a song without a title tag is called.
+    /// what a song without a title tag is called, made from a file or found by a library scan.
     static func nameWithoutExtension(ofFileAt path: String) -> String {
         let name = path.split(separator: "/").last.map(String.init) ?? path
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex, name.index(after: dot) != name.endIndex else { return name }
