@@ -121,8 +121,9 @@ static void *early_connect(void *unused) {
     // it loaded and binds nothing more: libpulse and most of what it needs are marked to be bound
     // at load time anyway (BIND_NOW), and the rest -- libsndfile and its codecs, which only the
     // decoder thread calls, X11's libraries, which this process never does -- bind a function at
-    // its first call instead of thousands of them here: the load took ~0.2 ms less, the first
-    // sound ~0.3 ms sooner (a trace of 40 starts in turn, medians; RESULTS.md, 2026-12-04). The
+    // its first call instead of thousands of them here: the load took ~0.27 ms less, the first
+    // audio left ~0.24 ms sooner (a trace of 40 starts in turn, paired medians; Benchmarks/
+    // RESULTS.md, 2026-12-04). The
     // audio thread calls only libpulse, whose functions are all bound now. The handle stays open
     // for the process's life, as DynamicLibrary's do.
     void *library = dlopen("libpulse.so.0", RTLD_LAZY | RTLD_LOCAL);
