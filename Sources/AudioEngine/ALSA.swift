@@ -68,8 +68,12 @@ public struct PCMRequest: Sendable, Equatable {
     public var channelCount: Int
     /// Tried in order; the first the device accepts is used.
     public var sampleFormats: [PCMSampleFormat]
+    /// The device's period: the audio thread wakes when this much of the buffer has room.
     public var periodSizeInFrames: Int
     public var bufferSizeInFrames: Int
+    /// What the engine writes before it starts the stream: where a server would start a stream
+    /// by itself (the pulse stream's `prebuf`), no more than that is ever asked to be there.
+    public var startThresholdInFrames: Int
     /// SCHED_FIFO priority for a thread the output runs besides the audio thread (libpulse's,
     /// for the `pulseaudio` devices); nil to not ask.
     public var realtimePriority: Int32?
@@ -204,6 +208,16 @@ final class ALSAPCM: @unchecked Sendable {
         try alsaCall("snd_pcm_sw_params_set_start_threshold", device: name) {
             musickit_snd_pcm_sw_params_set_start_threshold(pcm, sw, boundary)
         }
+        // Wakes the audio thread once a period (the engine's refill, ~90 ms) has room, not per
+        // render period: with the deep buffer (~500 ms) a sound card's DMA runs on while the
+        // thread sleeps ~11 times a second. Control does not wait for the buffer: a skip, a seek
+        // or a pause without hardware pause drops what the card holds (`snd_pcm_drop`, then
+        // `prepare` and the new frames: the card plays them as soon as it starts, whatever was
+        // queued), and what is heard is what was written less `snd_pcm_delay`. So `snd_pcm_rewind`
+        // is not needed: it would keep the frames before the cut, which the engine writes again
+        // from its own history when it needs them (a skip to an entry already in the buffer).
+        // Through ALSA's pulse plugin the period is also the stream's `minreq`, and with the
+        // plugin's early requests the sink's latency: the server wakes once a period too.
         try alsaCall("snd_pcm_sw_params_set_avail_min", device: name) {
             musickit_snd_pcm_sw_params_set_avail_min(pcm, sw, periodSize)
         }

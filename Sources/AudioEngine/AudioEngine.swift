@@ -129,6 +129,7 @@ public final class AudioEngine: Sendable {
         control.withLock { state in
             state.crossfadeSeconds = max(0, seconds)
             state.session?.decoderControl.setCrossfade(seconds: state.crossfadeSeconds)
+            state.session?.decoderWake.signal()
         }
     }
 
@@ -247,7 +248,7 @@ public final class AudioEngine: Sendable {
         let seeking = pendingSeek.flatMap { seek in
             session.shared.appliedSeekSerial.load(ordering: .sequentiallyConsistent) < seek.serial ? seek.frame : nil
         }
-        let (token, heardFrame) = session.shared.readPosition()
+        let (token, heardFrame) = session.shared.readPosition(sampleRate: session.device.configuration.sampleRate)
         let frame = seeking ?? heardFrame
         return AudioEnginePosition(token: token.map { .init(rawValue: $0) }, frame: frame,
                                    sampleRate: session.device.configuration.sampleRate)
@@ -461,14 +462,19 @@ final class EngineSession: @unchecked Sendable {
             ring: ring.consumer, markers: markers.consumer, commands: commandQueue.consumer,
             events: events.producer, requests: requests.producer, prerollSlots: slots, device: device,
             shared: shared, wake: audioWake, decoderWake: decoderWake, firstToken: firstEntry.token.rawValue,
-            insertsSilenceOnUnderrun: configuration.underrunBehavior == .insertSilence))
+            insertsSilenceOnUnderrun: configuration.underrunBehavior == .insertSilence,
+            periodFrames: configuration.renderPeriodFrames(at: streamRate),
+            startBufferFrames: configuration.startBufferFrames(at: streamRate)))
         failuresBeforeFirstEntry = failures
         let decoderLoop = Handoff(DecoderLoop(
             ring: ring.producer, markers: markers.producer, requests: requests.consumer,
             audioEvents: events.consumer, prerollSlots: slots, provider: provider, wake: decoderWake,
             audioWake: audioWake, shared: shared, control: decoderControl, deviceName: device.name,
             streamRate: streamRate, channelCount: channelCount, chunkFrames: configuration.decodeChunkInFrames,
-            crossingLeadFrames: max(configuration.prerollSizeInFrames, 4 * device.configuration.bufferSizeInFrames),
+            // Not the deep buffer's multiple: what the device holds already rides out the crossing
+            // (the audio thread waits for the decoder above the underrun floor), and a longer lead
+            // would let queue changes decide what follows only seconds before a boundary.
+            crossingLeadFrames: max(configuration.prerollSizeInFrames, 4 * configuration.startBufferFrames(at: streamRate)),
             first: first, firstEntryFrame: firstEntryFrame, deliver: { [weak self] event in
                 guard let self else { return }
                 switch event {

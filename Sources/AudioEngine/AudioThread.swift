@@ -39,15 +39,24 @@ struct AudioRenderer: ~Copyable {
     private let decoderWake: WakeSignal
 
     private let channelCount: Int
+    /// The render period (`AudioEngineConfiguration.periodDuration`): frames are rendered and
+    /// staged in whole periods of this; the device's own period (when it wakes the thread) is
+    /// much longer.
     private let periodFrames: Int
-    /// Frames staged before the device starts. Less than a full buffer, so the device still
-    /// has room for a period when it starts (a full buffer played out before the first
-    /// pointer query looks to ALSA's pulse plugin like no progress at all).
+    /// Frames staged before the device starts: the start buffer less two periods, and less
+    /// than a full buffer, so the device still has room for a period when it starts (a full
+    /// buffer played out before the first pointer query looks to ALSA's pulse plugin like no
+    /// progress at all). The rest of the deep buffer follows once the device runs.
     private let prefillLimitInFrames: Int
-    /// Frames rendered while the device is stopped wait here, in device format, not in the
-    /// device: a PCM plugin may start a stream by itself once enough is written (ALSA's pulse
-    /// plugin does, below the threshold one would guess), and nothing may be heard before
-    /// `play()`. Starting writes them in one call and starts the device at once.
+    /// While the device holds at least this much, a late decoder is waited for; below it,
+    /// silence is written (an underrun) so that the device does not run dry.
+    private let underrunFloorInFrames: Int
+    /// Frames rendered wait here, in device format, before they go to the device. While it is
+    /// stopped, not in the device: a PCM plugin may start a stream by itself once enough is
+    /// written (ALSA's pulse plugin does, below the threshold one would guess), and nothing may
+    /// be heard before `play()`; starting writes them in one call and starts the device at once.
+    /// While it runs, so that a refill is one write (one packet to a sound server) rather than
+    /// one per render period.
     private let staging: UnsafeMutableRawPointer
     private let stagingCapacityInFrames: Int
     private var stagedFrames = 0
@@ -114,6 +123,11 @@ struct AudioRenderer: ~Copyable {
     /// Set inside the render step, which may not make system calls; signalled after it.
     private var wakeDecoder = false
     private var stopRequested = false
+    /// The device's fill when the last refill found nothing decoded and waited for the decoder
+    /// instead of padding with silence (0 otherwise).
+    private var starvedQueuedFrames = 0
+    /// The played position last published.
+    private var lastPlayedFrame = 0
     /// A request for the decoder is waiting; signalled after this turn's writes (see skipToNext).
     private var wakeDecoderAfterService = false
 
@@ -123,7 +137,8 @@ struct AudioRenderer: ~Copyable {
          events: consuming RingBuffer<AudioThreadEvent>.Producer,
          requests: consuming RingBuffer<DecoderRequest>.Producer,
          prerollSlots: [PrerollSlot], device: PCMDevice, shared: EngineSharedState,
-         wake: WakeSignal, decoderWake: WakeSignal, firstToken: UInt64, insertsSilenceOnUnderrun: Bool) {
+         wake: WakeSignal, decoderWake: WakeSignal, firstToken: UInt64, insertsSilenceOnUnderrun: Bool,
+         periodFrames: Int, startBufferFrames: Int) {
         self.ring = ring
         self.markers = markers
         self.commands = commands
@@ -139,16 +154,18 @@ struct AudioRenderer: ~Copyable {
         self.insertsSilenceOnUnderrun = insertsSilenceOnUnderrun
         let configuration = device.configuration
         channelCount = configuration.channelCount
-        periodFrames = configuration.periodSizeInFrames
-        prefillLimitInFrames = max(periodFrames, configuration.bufferSizeInFrames - 2 * periodFrames)
+        self.periodFrames = periodFrames
+        let startBuffer = min(startBufferFrames, configuration.bufferSizeInFrames)
+        prefillLimitInFrames = max(periodFrames, startBuffer - 2 * periodFrames)
+        underrunFloorInFrames = startBuffer
         bytesPerFrame = configuration.bytesPerFrame
         format = configuration.sampleFormat
         floatPeriod = .allocate(capacity: periodFrames * channelCount)
         floatPeriod.initialize(repeating: 0, count: periodFrames * channelCount)
         devicePeriod = .allocate(byteCount: periodFrames * bytesPerFrame, alignment: 16)
-        stagingCapacityInFrames = prefillLimitInFrames + periodFrames
+        stagingCapacityInFrames = max(prefillLimitInFrames, configuration.bufferSizeInFrames) + periodFrames
         staging = .allocate(byteCount: stagingCapacityInFrames * bytesPerFrame, alignment: 16)
-        historyCapacityInFrames = configuration.bufferSizeInFrames + 2 * periodFrames
+        historyCapacityInFrames = configuration.bufferSizeInFrames + stagingCapacityInFrames + 2 * periodFrames
         history = .allocate(byteCount: historyCapacityInFrames * bytesPerFrame, alignment: 16)
         history.initializeMemory(as: UInt8.self, repeating: 0, count: historyCapacityInFrames * bytesPerFrame)
         timeline = OutputTimeline(capacity: 256)
@@ -175,16 +192,20 @@ struct AudioRenderer: ~Copyable {
             processCommands()
             if stopRequested { break }
             service()
-            if wakeDecoderAfterService {
+            if wakeDecoderAfterService || wakeDecoder {
                 wakeDecoderAfterService = false
+                wakeDecoder = false
                 decoderWake.signal()
             }
-            // Sleep: on the device while it runs, on the wake-up signal always; poll briefly
-            // while waiting for the decoder (it also wakes us when it writes).
+            wakeDecoderWhenItsRoomCame()
+            // Sleep: on the device while it runs (it wakes us when a refill fits), on the wake-up
+            // signal always, and until the next thing due (an entry change to announce as it is
+            // heard, the underrun floor while the decoder is late); poll briefly while filling
+            // for a start (the decoder also wakes us when it writes).
             let watchDevice = mode == .running || mode == .draining
             let waitingForData = mode == .filling(autoStart: true) || mode == .filling(autoStart: false)
-            shared.audioWantsData.store(waitingForData, ordering: .relaxed)
-            let timeout: Int32 = waitingForData ? 2 : (watchDevice ? 200 : -1)
+            shared.audioWantsData.store(waitingForData || starvedQueuedFrames > 0, ordering: .relaxed)
+            let timeout: Int32 = waitingForData ? 2 : (watchDevice ? millisecondsUntilDue() : -1)
             if watchDevice {
                 _ = poll(device.pollDescriptors, nfds_t(device.pollDescriptorCount + 1), timeout)
             } else {
@@ -193,6 +214,29 @@ struct AudioRenderer: ~Copyable {
             if device.pollDescriptors[wakeSlot].revents != 0 { wake.drain() }
         }
         _ = device.drop()
+    }
+
+    /// Until the next thing the loop must do without being woken, while the device runs: the
+    /// next entry change written (announced when it is heard, not a refill later), the underrun
+    /// floor while the decoder is late, and at most 200 ms.
+    private func millisecondsUntilDue() -> Int32 {
+        let rate = device.configuration.sampleRate
+        var frames = rate / 5
+        if let next = timeline.nextPendingFrame { frames = min(frames, max(0, next - lastPlayedFrame)) }
+        if starvedQueuedFrames > 0 { frames = min(frames, max(0, starvedQueuedFrames - underrunFloorInFrames)) }
+        return Int32(max(1, (frames * 1_000 + rate - 1) / rate))
+    }
+
+    /// Wakes the decoder once the ring has as much room as it waits for (see
+    /// `EngineSharedState.decoderWaitsForUnreadAtMost`); the fence pairs with the decoder's
+    /// between its threshold's store and its look at the ring, so one of the two sees the other.
+    private mutating func wakeDecoderWhenItsRoomCame() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        let threshold = shared.decoderWaitsForUnreadAtMost.load(ordering: .relaxed)
+        guard threshold >= 0, ring.availableCount() <= threshold,
+              shared.decoderWaitsForUnreadAtMost.compareExchange(expected: threshold, desired: -1, ordering: .relaxed).exchanged
+        else { return }
+        decoderWake.signal()
     }
 
     // MARK: - Commands
@@ -331,6 +375,7 @@ struct AudioRenderer: ~Copyable {
                 $0.state.store(PrerollSlot.empty, ordering: .releasing)
             }
             prerollSlotIndex = -1
+            wakeDecoder = true  // it fills the free slot with the entry after the next
         }
     }
 
@@ -517,32 +562,48 @@ struct AudioRenderer: ~Copyable {
         }
     }
 
-    /// Keeps the running device fed, period by period, padding with silence when the decoder
-    /// is late (an underrun, unless configured to wait) or the queue has ended (draining, at
-    /// most one buffer of silence past the end). Writes at most one buffer per call, so a
-    /// device that always has room (`null`) does not keep the loop from its commands.
+    /// Keeps the running device fed: renders what it has room for, period by period, into the
+    /// staging and writes it in one call. Pads with silence when the queue has ended (draining,
+    /// at most one buffer of silence past the end) or when the decoder is late and the device
+    /// holds less than `underrunFloorInFrames` (an underrun, unless configured to wait); above
+    /// that floor it waits for the decoder (`starvedQueuedFrames`), so that a deep buffer with
+    /// room after a start or a skip is not padded with silence while the decoder catches up.
+    /// Writes at most one buffer per call, so a device that always has room (`null`) does not
+    /// keep the loop from its commands.
     private mutating func writeAvailable() {
+        starvedQueuedFrames = 0
         if stagedFrames > 0 {
             guard writeStagedFrames(), stagedFrames == 0 else { return }
         }
-        var budget = device.configuration.bufferSizeInFrames
+        let bufferFrames = device.configuration.bufferSizeInFrames
+        var budget = bufferFrames
         while budget > 0 {
-            if let end = endOfQueueFrame, framesWritten - end >= device.configuration.bufferSizeInFrames {
-                return
-            }
             let available = device.availableFrames()
             if available < 0 { return recoverDevice(available) }
             if available < periodFrames { return }
-            let written = writeOnePeriod(padWithSilence: endOfQueueFrame != nil || insertsSilenceOnUnderrun)
-            if written <= 0 { return }
-            budget -= written
+            let queued = max(0, bufferFrames - available)
+            var rendered = 0
+            while rendered + periodFrames <= available && stagingRoomInFrames >= periodFrames {
+                if let end = endOfQueueFrame, framesWritten - end >= bufferFrames { break }
+                let pad = endOfQueueFrame != nil || (insertsSilenceOnUnderrun && queued + rendered < underrunFloorInFrames)
+                let written = writeOnePeriod(padWithSilence: pad)
+                if written < 0 { return }
+                if written == 0 { break }
+                rendered += written
+            }
+            guard writeStagedFrames(), stagedFrames == 0 else { return }
+            if rendered == 0 {
+                if endOfQueueFrame == nil { starvedQueuedFrames = max(1, queued) }
+                return
+            }
+            budget -= rendered
         }
     }
 
-    /// Renders one period (or finishes the pending part of the last one) and writes it.
+    /// Renders one period (or finishes the pending part of the last one) and stages it.
     /// A period that could only be partly rendered is kept for more frames unless
-    /// `allowPartial` (or the queue ended). Returns frames written, 0 when nothing was
-    /// ready, or -1 after a device failure.
+    /// `allowPartial` (or the queue ended). Returns frames staged, 0 when nothing was
+    /// ready or the staging is full.
     private mutating func writeOnePeriod(padWithSilence: Bool, allowPartial: Bool = true) -> Int {
         if periodPendingCount == 0 {
             renderPeriod(padWithSilence: padWithSilence)
@@ -557,20 +618,12 @@ struct AudioRenderer: ~Copyable {
             periodRendered = 0
         }
         let pending = devicePeriod + periodPendingOffset * bytesPerFrame
-        let result: Int
-        if case .filling = mode {
-            // The device is stopped: stage the frames, never write them where a plugin could play them.
-            result = min(periodPendingCount, stagingRoomInFrames)
-            (staging + stagedFrames * bytesPerFrame).copyMemory(from: pending, byteCount: result * bytesPerFrame)
-            stagedFrames += result
-        } else {
-            result = device.write(pending, frameCount: periodPendingCount)
-        }
-        if result == -Int(EAGAIN) || result == 0 { return 0 }
-        if result < 0 {
-            recoverDevice(result)
-            return -1
-        }
+        // Staged, never written here: while the device is stopped, where a plugin could play
+        // them; while it runs, the caller writes the staging in one call.
+        let result = min(periodPendingCount, stagingRoomInFrames)
+        if result == 0 { return 0 }
+        (staging + stagedFrames * bytesPerFrame).copyMemory(from: pending, byteCount: result * bytesPerFrame)
+        stagedFrames += result
         recordHistory(pending, frameCount: result)
         periodPendingOffset += result
         periodPendingCount -= result
@@ -780,15 +833,18 @@ struct AudioRenderer: ~Copyable {
 
     // MARK: - What is heard
 
+    /// The timeline frame heard now: what reached the device (what is staged has not) less what
+    /// it holds unplayed.
     private func playedFrame() -> Int {
         switch mode {
         case .filling, .ready: return timelineFrameAtRestart
         default: break
         }
+        let delivered = framesWritten - stagedFrames
         let delay = device.delayFrames()
-        if delay < 0 { return framesWritten }
+        if delay < 0 { return delivered }
         shared.latencyFrames.store(delay, ordering: .relaxed)
-        return max(0, framesWritten - delay)
+        return max(0, delivered - delay)
     }
 
     /// Announces what became audible by `played`, in order. Nothing is audible before the
@@ -825,8 +881,17 @@ struct AudioRenderer: ~Copyable {
     }
 
     private mutating func publishPosition(played: Int) {
+        lastPlayedFrame = played
         let position = timeline.position(atPlayed: played)
-        shared.publishPosition(token: position.token, frame: position.frame, playedFrames: played)
+        // While the device plays, readers count on from here up to the next change (see
+        // `EngineSharedState.readPosition`).
+        var advanceLimit = 0
+        if mode == .running || mode == .draining {
+            advanceLimit = max(0, framesWritten - stagedFrames - played)
+            if let next = timeline.nextPendingFrame { advanceLimit = min(advanceLimit, max(0, next - played)) }
+        }
+        shared.publishPosition(token: position.token, frame: position.frame, playedFrames: played,
+                               advanceLimitFrames: advanceLimit, at: monotonicNanoseconds())
         switch mode {
         case .filling(autoStart: false), .ready, .paused:
             // Nothing is heard: an entry that a skip or seek put at the output is announced

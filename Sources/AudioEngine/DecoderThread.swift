@@ -37,8 +37,8 @@ enum SessionEvent: Sendable {
 /// next entry's first frames in a preroll slot, answers the audio thread's requests after a
 /// skip or seek, and pumps the audio thread's events to the engine.
 ///
-/// Decoding polls for work between chunks (no interruption): each step is one chunk, after
-/// which requests and stop are checked. Real-time safety: none needed; this thread does file
+/// Decoding looks for work between chunks (no interruption): each step is one chunk, after
+/// which requests and stop are checked; with nothing to do it sleeps until woken. Real-time safety: none needed; this thread does file
 /// I/O and allocates. It never blocks the audio thread: all it shares with it are the
 /// lock-free queues and the preroll slots' atomic states.
 struct DecoderLoop: ~Copyable {
@@ -89,6 +89,11 @@ struct DecoderLoop: ~Copyable {
     private var nothingToPreroll = false
     /// Why entries failed, until the audio thread announces it (heard order).
     private var failures: [UInt64: DecoderError] = [:]
+    /// Set by a step that found the ring too full: the room (samples) to sleep for.
+    private var roomWanted: Int?
+    /// The room a full ring is refilled from: half of it, so that the decoder works seconds of
+    /// audio at a time and sleeps in between.
+    private var refillRoom: Int { ring.capacity / 2 }
 
     init(ring: consuming RingBuffer<Float>.Producer,
          markers: consuming RingBuffer<SegmentMarker>.Producer,
@@ -132,9 +137,29 @@ struct DecoderLoop: ~Copyable {
                 shared.decoderRequestsTaken.add(1, ordering: .relaxed)
                 handle(request)
             }
+            roomWanted = nil
             if decodeIntoRing() || fillPreroll() { continue }
-            wake.wait(timeoutMilliseconds: 20)
+            sleepUntilWoken()
         }
+    }
+
+    /// Sleeps until something is to be done: a request, a control change, an event of the audio
+    /// thread, or, when it waits for room in the ring (`roomWanted`), the audio thread having
+    /// read that far (it checks on each of its turns). No timeout: a decoder with nothing to do
+    /// does not wake (a paused player, a full ring: 8.9 s of audio decoded ahead).
+    private mutating func sleepUntilWoken() {
+        if let roomWanted {
+            let unreadAtMost = ring.capacity - roomWanted
+            shared.decoderWaitsForUnreadAtMost.store(unreadAtMost, ordering: .relaxed)
+            // Pairs with the audio thread's fence: either it sees the threshold, or this sees its reads.
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            if ring.capacity - ring.availableCount() <= unreadAtMost {
+                shared.decoderWaitsForUnreadAtMost.store(-1, ordering: .relaxed)
+                return
+            }
+        }
+        wake.wait(timeoutMilliseconds: -1)
+        shared.decoderWaitsForUnreadAtMost.store(-1, ordering: .relaxed)
     }
 
     // MARK: - Events
@@ -337,12 +362,19 @@ struct DecoderLoop: ~Copyable {
             let before = holdbackStart
             flushHoldback(keepingFrames: crossfadeFrames, waiting: false)
             let excess = holdback.count - holdbackStart - crossfadeFrames * channelCount
-            if excess > 0 { return holdbackStart != before }  // the ring is full: wait for room
+            if excess > 0 {
+                // The ring is full: wait for room.
+                if holdbackStart == before { roomWanted = refillRoom }
+                return holdbackStart != before
+            }
         }
         if decoder.isFinished && decoder.carry.isEmpty {
             // Move on only when little of this entry is left to hear (see crossingLeadFrames).
             let unreadFrames = (ring.capacity - ring.availableCount()) / channelCount
-            if unreadFrames > crossingLeadFrames { return false }
+            if unreadFrames > crossingLeadFrames {
+                roomWanted = ring.capacity - crossingLeadFrames * channelCount
+                return false
+            }
             advance(isNatural: true)
             return true
         }
@@ -353,12 +385,18 @@ struct DecoderLoop: ~Copyable {
                 return true
             }
             let written = decoder.carry.withUnsafeBufferPointer { ring.write(from: $0) }
-            if written == 0 { return false }
+            if written == 0 {
+                roomWanted = refillRoom
+                return false
+            }
             decoder.carry.removeFirst(written)
             wakeAudioIfWaiting()
             return true
         }
-        guard ring.availableCount() >= decoder.maximumChunkSamples else { return false }
+        guard ring.availableCount() >= decoder.maximumChunkSamples else {
+            roomWanted = max(refillRoom, decoder.maximumChunkSamples)
+            return false
+        }
         do {
             let samples = try decoder.nextChunk()
             if samples.isEmpty { return true }  // finished: the check above moves on in time

@@ -159,20 +159,32 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     public var channelCount: Int = 2
     /// Device sample formats to try, in order.
     public var sampleFormats: [PCMSampleFormat] = [.int16, .int32, .float32]
-    /// The device's period: the audio thread's wake-up interval and the skip floor. A duration,
-    /// so that a stream at a higher rate keeps the same timing, asked for as the power of two
-    /// frames at or above it (5 ms: 256 frames at 44.1 and 48 kHz, 512 at 96 kHz). PipeWire takes
-    /// a stream's period as its latency (natively and through ALSA's pulse or pipewire plugins)
-    /// and runs the whole graph at the largest power-of-two quantum within it: 221 frames made
-    /// it run at 128 (2.9 ms) when its rate was 44.1 kHz, and that lost 128-frame blocks on this
-    /// VM (Benchmarks/RESULTS.md, "PipeWire's pulse server").
+    /// The engine's render period: decoded frames are converted and written in whole periods of
+    /// this, and a start, skip or seek writes as few as one. A duration, so that a stream at a
+    /// higher rate keeps the same timing, counted as the power of two frames at or above it (5 ms:
+    /// 256 frames at 44.1 and 48 kHz, 512 at 96 kHz). It is not the device's period (see
+    /// `refillDuration`): it sets how finely the engine starts, not how often it wakes.
     public var periodDuration: Duration = .milliseconds(5)
-    /// What the device buffers: the headroom against scheduling delays (2,205 frames at 44.1 kHz).
-    /// Starts, skips and seeks do not wait for it (they drop what is buffered), so it costs no
-    /// latency; too little is heard as dropouts. 50 ms rides out the 25 ms stalls measured under
-    /// load on a shared 2-core VM (Benchmarks/RESULTS.md, "The device buffer: 50 ms"), where 23 ms
-    /// did not.
-    public var bufferDuration: Duration = .milliseconds(50)
+    /// What the device buffers in steady playback (22,050 frames at 44.1 kHz). Deep, so that the
+    /// audio thread, libpulse and the sound server wake a few times a second instead of hundreds
+    /// (the sound server renders its sink that far ahead, or, through ALSA's pulse plugin, a
+    /// refill ahead), and a stalled decoder or a loaded machine is ridden out. Control does not
+    /// wait for it: starts write `startBufferDuration` and start at once, skips, seeks and pauses
+    /// drop or flush what is queued (the server rewinds what it had mixed ahead), and what is
+    /// heard is what was written less the device's delay (Benchmarks/RESULTS.md, "Deep buffer").
+    public var bufferDuration: Duration = .milliseconds(500)
+    /// The device's period: the audio thread refills the buffer when this much of it has room
+    /// (ALSA's period and `avail_min`, the pulse stream's `minreq`), asked for as the power of two
+    /// frames at or above it (4,096 frames at 44.1 and 48 kHz): ~11 wake-ups a second. PipeWire
+    /// takes a stream's period as its graph's latency, within its quantum limits.
+    public var refillDuration: Duration = .milliseconds(90)
+    /// What a start (and a skip or a seek) writes before it starts the device, the rest of the
+    /// buffer following as the decoder delivers it: a start does not wait for a deep buffer's
+    /// worth of decoding. Also the floor below which the engine pads with silence when the decoder
+    /// is late (an underrun), rather than letting the device run dry: above it, it waits for the
+    /// decoder. 50 ms rode out the 25 ms stalls measured under load on a shared 2-core VM
+    /// (Benchmarks/RESULTS.md, "The device buffer: 50 ms"), where 23 ms did not.
+    public var startBufferDuration: Duration = .milliseconds(50)
     /// Decoded audio kept ahead of the device, in frames: 8.9 s at 44.1 kHz (3 MB), so playback
     /// rides out a decoder held up for seconds (slow storage, a network mount, a spun-down
     /// disk, a starved CPU) without a dropout.
@@ -203,11 +215,21 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
 extension AudioEngineConfiguration {
     /// What the device is asked for, for a stream at `sampleRate`.
     func pcmRequest(sampleRate: Int) -> PCMRequest {
-        PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,
-                   periodSizeInFrames: Self.powerOfTwo(atLeast: Self.frames(in: periodDuration, at: sampleRate)),
-                   bufferSizeInFrames: Self.frames(in: bufferDuration, at: sampleRate),
-                   realtimePriority: realtimePriority)
+        let period = Self.powerOfTwo(atLeast: Self.frames(in: refillDuration, at: sampleRate))
+        return PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,
+                          periodSizeInFrames: period,
+                          bufferSizeInFrames: max(Self.frames(in: bufferDuration, at: sampleRate), 2 * period),
+                          startThresholdInFrames: startBufferFrames(at: sampleRate),
+                          realtimePriority: realtimePriority)
     }
+
+    /// The render period at `sampleRate` (see `periodDuration`).
+    func renderPeriodFrames(at sampleRate: Int) -> Int {
+        Self.powerOfTwo(atLeast: Self.frames(in: periodDuration, at: sampleRate))
+    }
+
+    /// What a start writes at `sampleRate` (see `startBufferDuration`).
+    func startBufferFrames(at sampleRate: Int) -> Int { Self.frames(in: startBufferDuration, at: sampleRate) }
 
     /// The smallest power of two at or above `count` (at least one).
     static func powerOfTwo(atLeast count: Int) -> Int {

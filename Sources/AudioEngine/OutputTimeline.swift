@@ -92,6 +92,9 @@ struct OutputTimeline: ~Copyable {
         }
     }
 
+    /// Where the next pending segment begins (the next change to announce), nil when none is.
+    var nextPendingFrame: Int? { pendingCount > 0 ? pending(0).timelineFrame : nil }
+
     /// The timeline frame of the first entry start written after `played` (not heard yet).
     func firstEntryStart(after played: Int) -> Int? {
         for offset in 0..<pendingCount where pending(offset).kind == .entryStart && pending(offset).timelineFrame > played {

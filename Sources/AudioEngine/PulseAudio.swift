@@ -190,6 +190,10 @@ final class PulseStream: @unchecked Sendable {
     /// Whether the stream is corked (paused at the server): after `drop()` and `pause(true)`,
     /// until `start()` or `pause(false)`.
     private var isCorked = false
+    /// Whether the spare is corked with the playing stream: an uncorked stream keeps the
+    /// server's sink running, empty or not, so a paused or stopped player would cost the server
+    /// its sink's work (~8 ms of CPU a second on the test sink) for nothing.
+    private var isSpareCorked = false
     fileprivate var hasFailed = false
 
     /// Where the next write goes after `prepare()` on a running stream (until then the old
@@ -290,15 +294,20 @@ final class PulseStream: @unchecked Sendable {
                                           bufferSizeInFrames: request.bufferSizeInFrames, canPause: true)
         sampleSpec = pa_sample_spec(format: format.pulseFormat, rate: UInt32(request.sampleRate),
                                     channels: UInt8(request.channelCount))
-        // The server's buffer is the engine's device buffer; it asks for each period as soon as
-        // there is room for it (early requests), and after running dry it plays again once all
-        // but a period is there (or, on PulseAudio, when `start()` triggers it), as ALSA's pulse
-        // plugin sets it up.
-        // (The period is a power of two frames: see `AudioEngineConfiguration.periodDuration`.)
+        // The server's buffer is the engine's deep device buffer; it asks for frames when a
+        // period (the refill, `AudioEngineConfiguration.refillDuration`) has room, and after
+        // running dry it plays again once the start buffer is there (or, on PulseAudio, when
+        // `start()` triggers it). Without early requests, so the server renders its sink up to
+        // the buffer less two periods ahead (PulseAudio's protocol-native: a stream with
+        // `PA_STREAM_EARLY_REQUESTS` sets the sink's latency to its `minreq`, and the sink then
+        // wakes and the server asks for frames every period: with 256-frame periods, ~36 ms of
+        // the server's CPU a second). Control does not wait for what the sink rendered ahead:
+        // a flush, a cork, a new stream's start make the server rewind it.
         let bufferBytes = request.bufferSizeInFrames * bytesPerFrame
         let periodBytes = request.periodSizeInFrames * bytesPerFrame
+        let startBytes = max(1, min(request.startThresholdInFrames, request.bufferSizeInFrames - request.periodSizeInFrames)) * bytesPerFrame
         bufferAttributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32(bufferBytes),
-                                          prebuf: UInt32(bufferBytes - periodBytes), minreq: UInt32(periodBytes),
+                                          prebuf: UInt32(startBytes), minreq: UInt32(periodBytes),
                                           fragsize: UInt32.max)
         let me = Unmanaged.passUnretained(self).toOpaque()
         library.mainloopLock(mainloop)
@@ -447,7 +456,8 @@ final class PulseStream: @unchecked Sendable {
             }
         }, me)
         // No PA_STREAM_AUTO_TIMING_UPDATE: this type asks for the timing itself (`timingTimer`).
-        let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_EARLY_REQUESTS.rawValue)
+        // No PA_STREAM_EARLY_REQUESTS: see the buffer's attributes in `init`.
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue)
         let result = if let sink {
             sink.withCString { library.streamConnectPlayback(stream, $0, &bufferAttributes, flags, nil, nil) }
         } else {
@@ -470,6 +480,8 @@ final class PulseStream: @unchecked Sendable {
         } else if changed == spare {
             if state == PA_STREAM_READY, spareState == .connecting {
                 spareState = .ready
+                isSpareCorked = false
+                if isCorked { corkSpare(true) }  // paused or stopped since the first start
                 followSinkInputs()
             } else if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
                 spareState = .failed  // switches go in place from now on
@@ -601,6 +613,7 @@ final class PulseStream: @unchecked Sendable {
             release(library.streamFlush(spare, nil, nil))
             release(library.streamCork(spare, 0, nil, nil))
             spareState = .ready
+            isSpareCorked = false
         }
         let stream = stream!
         let frames = min(frameCount, roomInFrames(stream))
@@ -658,6 +671,7 @@ final class PulseStream: @unchecked Sendable {
                 isCorked = false
             }
             release(library.streamTrigger(stream, nil, nil))
+            corkSpare(false)
             startedSinceSwitch = true
             scheduleTimingUpdates()
             // Wakes the audio thread when a period fits, as an ALSA device's poll does: the server
@@ -679,6 +693,7 @@ final class PulseStream: @unchecked Sendable {
             release(library.streamCork(stream, 1, nil, nil))
             isCorked = true
             release(library.streamFlush(stream, nil, nil))
+            corkSpare(true)
             replacement = .none
             ranDry = false
             framesSinceFlush = 0
@@ -735,9 +750,18 @@ final class PulseStream: @unchecked Sendable {
             flushIfPrepared(stream)
             release(library.streamCork(stream, enable ? 1 : 0, nil, nil))
             isCorked = enable
+            corkSpare(enable)
             if !enable { scheduleTimingUpdates() }
             return 0
         }
+    }
+
+    /// Corks or uncorks the spare with the playing stream, when it is the running-empty spare
+    /// (under the loop's lock; sent after the playing stream's own cork or trigger, off their path).
+    private func corkSpare(_ cork: Bool) {
+        guard let spare, spareState == .ready, isSpareCorked != cork else { return }
+        release(library.streamCork(spare, cork ? 1 : 0, nil, nil))
+        isSpareCorked = cork
     }
 
     /// After a start or a resume (under the loop's lock): the first timing request 10 ms later.

@@ -12,6 +12,12 @@ final class EngineSharedState: Sendable {
     private let positionFrame = Atomic<Int>(0)
     /// Frames heard since the stream opened (the timeline's played position).
     let playedFrames = Atomic<Int>(0)
+    /// When the position was published (CLOCK_MONOTONIC), and how many frames it may be taken to
+    /// have advanced since, in real time: the audio thread wakes a few times a second with a deep
+    /// buffer, so a reader in between counts on from the last position, up to the next change of
+    /// entry or the end of what was written (0 while nothing plays).
+    private let positionStampNanoseconds = Atomic<UInt64>(0)
+    private let positionAdvanceLimitFrames = Atomic<Int>(0)
     /// The serial of the last seek whose position is published (AudioEngine.seek).
     let appliedSeekSerial = Atomic<UInt64>(0)
 
@@ -34,6 +40,11 @@ final class EngineSharedState: Sendable {
     /// Set by the audio thread while it waits for decoded frames: the decoder then wakes it
     /// after each write instead of letting it poll.
     let audioWantsData = Atomic<Bool>(false)
+    /// Set by the decoder before it sleeps for room in the ring: the audio thread wakes it once
+    /// no more than this many samples are left unread there (-1: it waits for nothing of the
+    /// kind). So a decoder that filled the ring sleeps until half of it has played, seconds,
+    /// instead of looking every few milliseconds.
+    let decoderWaitsForUnreadAtMost = Atomic<Int>(-1)
     /// A device error (negative errno) the audio thread acts on as if its next write had
     /// returned it: how tests drive the xrun recovery on a device that never fails.
     let simulatedDeviceError = Atomic<Int>(0)
@@ -47,26 +58,33 @@ final class EngineSharedState: Sendable {
     let lastStart = Atomic<UInt64>(0)
 
     @inline(__always)
-    func publishPosition(token: UInt64?, frame: Int, playedFrames played: Int) {
+    func publishPosition(token: UInt64?, frame: Int, playedFrames played: Int, advanceLimitFrames: Int, at nanoseconds: UInt64) {
         let sequence = positionSequence.load(ordering: .relaxed)
         positionSequence.store(sequence &+ 1, ordering: .sequentiallyConsistent)
         positionHasToken.store(token != nil, ordering: .sequentiallyConsistent)
         positionToken.store(token ?? 0, ordering: .sequentiallyConsistent)
         positionFrame.store(frame, ordering: .sequentiallyConsistent)
         playedFrames.store(played, ordering: .sequentiallyConsistent)
+        positionStampNanoseconds.store(nanoseconds, ordering: .sequentiallyConsistent)
+        positionAdvanceLimitFrames.store(token == nil ? 0 : advanceLimitFrames, ordering: .sequentiallyConsistent)
         positionSequence.store(sequence &+ 2, ordering: .sequentiallyConsistent)
     }
 
-    /// A consistent (token, frame) pair.
-    func readPosition() -> (token: UInt64?, frame: Int) {
+    /// A consistent (token, frame) pair, counted on to `now` at `sampleRate` from when it was
+    /// published (see `positionAdvanceLimitFrames`).
+    func readPosition(now: UInt64 = monotonicNanoseconds(), sampleRate: Int = 0) -> (token: UInt64?, frame: Int) {
         while true {
             let before = positionSequence.load(ordering: .sequentiallyConsistent)
             if before & 1 == 1 { continue }
             let hasToken = positionHasToken.load(ordering: .sequentiallyConsistent)
             let token = positionToken.load(ordering: .sequentiallyConsistent)
             let frame = positionFrame.load(ordering: .sequentiallyConsistent)
+            let stamp = positionStampNanoseconds.load(ordering: .sequentiallyConsistent)
+            let limit = positionAdvanceLimitFrames.load(ordering: .sequentiallyConsistent)
             if positionSequence.load(ordering: .sequentiallyConsistent) == before {
-                return (hasToken ? token : nil, frame)
+                guard limit > 0, sampleRate > 0, now > stamp else { return (hasToken ? token : nil, frame) }
+                let elapsed = Int(min(now - stamp, 10_000_000_000)) * sampleRate / 1_000_000_000
+                return (hasToken ? token : nil, frame + min(elapsed, limit))
             }
         }
     }

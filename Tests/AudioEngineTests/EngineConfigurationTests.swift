@@ -3,18 +3,37 @@ import XCTest
 
 /// What the engine asks the device for (`AudioEngineConfiguration.pcmRequest`).
 final class EngineConfigurationTests: XCTestCase {
-    /// The period is the power of two frames at or above its duration: PipeWire runs its whole
-    /// graph at the largest power-of-two quantum within a stream's period, and the 221 frames of
-    /// 5 ms at 44.1 kHz made it run at 128 (Benchmarks/RESULTS.md, "PipeWire's pulse server").
-    /// The buffer keeps its duration.
-    func testThePeriodIsThePowerOfTwoFramesAtOrAboveItsDuration() {
+    /// The device's period (the refill, when the audio thread wakes) is the power of two frames at
+    /// or above its duration: PipeWire runs its whole graph at the largest power-of-two quantum
+    /// within a stream's period (221 frames made it run at 128: Benchmarks/RESULTS.md, "PipeWire's
+    /// pulse server"). The buffer is deep and keeps its duration; what a start writes before it
+    /// starts the device is the start buffer's duration.
+    func testTheDeviceIsAskedForADeepBufferRefilledInPowerOfTwoPeriods() {
+        let configuration = AudioEngineConfiguration(deviceName: "default")
+        XCTAssertEqual(configuration.bufferDuration, .milliseconds(500))
+        XCTAssertEqual(configuration.refillDuration, .milliseconds(90))
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).periodSizeInFrames, 4_096)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 48_000).periodSizeInFrames, 8_192)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 96_000).periodSizeInFrames, 16_384)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).bufferSizeInFrames, 22_050)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 96_000).bufferSizeInFrames, 48_000)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).startThresholdInFrames, 2_205)
+    }
+
+    /// The engine renders and starts in periods of 5 ms, as the power of two frames at or above.
+    func testTheRenderPeriodIsThePowerOfTwoFramesAtOrAboveItsDuration() {
         let configuration = AudioEngineConfiguration(deviceName: "default")
         XCTAssertEqual(configuration.periodDuration, .milliseconds(5))
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).periodSizeInFrames, 256)
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 48_000).periodSizeInFrames, 256)
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 96_000).periodSizeInFrames, 512)
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).bufferSizeInFrames, 2_205)
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 96_000).bufferSizeInFrames, 4_800)
+        XCTAssertEqual(configuration.renderPeriodFrames(at: 44_100), 256)
+        XCTAssertEqual(configuration.renderPeriodFrames(at: 48_000), 256)
+        XCTAssertEqual(configuration.renderPeriodFrames(at: 96_000), 512)
+    }
+
+    /// A buffer shorter than two refills is made two refills long (ALSA needs two periods).
+    func testTheBufferHoldsAtLeastTwoPeriods() {
+        var configuration = AudioEngineConfiguration(deviceName: "default")
+        configuration.bufferDuration = .milliseconds(50)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).bufferSizeInFrames, 8_192)
     }
 
     func testPowerOfTwoAtLeastRoundsUpAndKeepsPowersOfTwo() {

@@ -101,6 +101,63 @@ final class RealTimeSinkTests: XCTestCase {
         XCTAssertEqual(statistics.xruns, 0)
     }
 
+    /// With a deep buffer the next entry is written up to half a second before it is heard; its
+    /// start is still announced, and the position turns to it, when it is heard: within 10 ms of
+    /// its first sound at the monitor. A second of digital silence, then a sweep, played on.
+    func testANaturalEntryChangeIsAnnouncedWhenItIsHeard() throws {
+        try naturalEntryChangeIsAnnouncedWhenItIsHeard(on: try AudioEnginePulseRequirement.device())
+    }
+
+    func testNativeNaturalEntryChangeIsAnnouncedWhenItIsHeard() throws {
+        try naturalEntryChangeIsAnnouncedWhenItIsHeard(on: try AudioTestEnvironment.requireNativePulse())
+    }
+
+    private func naturalEntryChangeIsAnnouncedWhenItIsHeard(on device: String) throws {
+        let recorder = try recorder()
+        let silence = directory.appendingPathComponent("silence.flac")
+        let sweep = directory.appendingPathComponent("sweep.flac")
+        try writeAudioFile(silence, [Float](repeating: 0, count: 44_100 * 2))
+        let signal = TestSignal.sweep(frames: 88_200, startHz: 300, endHz: 3_000).enumerated().map { index, value in
+            index < 2 ? Float(29_490) / 32_768 : value  // full scale at frame 0: its first sound is its start
+        }
+        try writeAudioFile(sweep, signal)
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+        let announced = NSCondition()
+        nonisolated(unsafe) var announcedAt: UInt64?
+        nonisolated(unsafe) var positionThen: AudioEnginePosition?
+        engine.setEventHandler { event in
+            guard case .entryStarted(let token, _) = event, token.rawValue == 2 else { return }
+            let now = monotonicNanoseconds()
+            let position = engine.position
+            announced.lock()
+            announcedAt = now
+            positionThen = position
+            announced.broadcast()
+            announced.unlock()
+        }
+        engine.setQueue(AudioEntryList(paths: [silence.path, sweep.path]))
+        let call = monotonicNanoseconds()
+        try engine.play()
+        let check = recorder.checkStart(since: call - 100_000_000, call: call, track: pcm16(signal), timeout: 4)
+        announced.lock()
+        while announcedAt == nil { if !announced.wait(until: Date(timeIntervalSinceNow: 3)) { break } }
+        let eventAt = announcedAt
+        let position = positionThen
+        announced.unlock()
+        let statistics = engine.statistics
+        engine.stop()
+        let heardMilliseconds = try XCTUnwrap(check.milliseconds, "the sweep was heard (\(check))")
+        XCTAssertLessThanOrEqual(check.landingFrame ?? .max, StartIntegrityTests.monitorLandingFloor, "from its first frame (\(check))")
+        XCTAssertEqual(check.mismatchedFrames, 0, "bit-exact (\(check))")
+        let eventMilliseconds = Double(try XCTUnwrap(eventAt, "entryStarted(2) came") - call) / 1e6
+        XCTAssertEqual(eventMilliseconds, heardMilliseconds, accuracy: 10,
+                       "announced at \(eventMilliseconds) ms, heard at \(heardMilliseconds) ms after play()")
+        XCTAssertEqual(position?.token?.rawValue, 2, "the position is the new entry's when it is announced")
+        XCTAssertLessThan(position?.seconds ?? .infinity, 0.01, "from its start")
+        XCTAssertEqual(statistics.underruns, 0)
+        XCTAssertEqual(statistics.xruns, 0)
+    }
+
     /// A sink the server does not have, and a server that does not answer, are device errors
     /// that say what to check, and nothing is played.
     func testNativePulseAudioNamesAMissingSinkAndAnUnreachableServer() throws {
