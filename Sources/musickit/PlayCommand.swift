@@ -243,6 +243,8 @@ final class PlayerSession: @unchecked Sendable {
     /// The full-screen view, on a terminal that can show it (else the status line).
     private let screen: NowPlayingScreen?
     private let drawing = NSLock()
+    /// Redraws the clock four times a second while it moves (see `updateTicker`).
+    private let ticker = Mutex<(timer: DispatchSourceTimer?, running: Bool)>((nil, false))
 
     /// The task that handles the player's events, from `init` until `run` returns.
     private var listener: Task<Void, Never>?
@@ -282,7 +284,6 @@ final class PlayerSession: @unchecked Sendable {
 
         var terminal: RawTerminal?
         var keys: KeyReader?
-        var ticker: DispatchSourceTimer?
         if interactive {
             if let screen {
                 screen.enter()  // before raw mode: the crash handler restores the terminal as it was
@@ -293,11 +294,16 @@ final class PlayerSession: @unchecked Sendable {
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "musickit.status"))
             timer.schedule(deadline: .now(), repeating: .milliseconds(250))
             timer.setEventHandler { [weak self] in self?.drawStatusLine() }
-            timer.resume()
-            ticker = timer
+            ticker.withLock { $0 = (timer, false) }
+            updateTicker()
         }
         finished.wait()
-        ticker?.cancel()
+        ticker.withLock { ticker in
+            guard let timer = ticker.timer else { return }
+            if !ticker.running { timer.resume() }  // libdispatch: a suspended source may not be released
+            timer.cancel()
+            ticker = (nil, false)
+        }
         player.stop()
         player.waitForHistoryWrites()
         clearStatusLine()
@@ -478,8 +484,22 @@ final class PlayerSession: @unchecked Sendable {
         drawStatusLine()
     }
 
+    /// Runs the clock's ticker while the time moves (playing, scanning) and suspends it otherwise:
+    /// paused or stopped, the screen changes only with events and keys, and the process sleeps
+    /// (issue #41: a paused player makes no wake-ups of its own).
+    private func updateTicker() {
+        let status = player.state.playbackStatus
+        let moving = status == .playing || status == .seekingForward || status == .seekingBackward
+        ticker.withLock { ticker in
+            guard let timer = ticker.timer, ticker.running != moving else { return }
+            if moving { timer.resume() } else { timer.suspend() }
+            ticker.running = moving
+        }
+    }
+
     private func drawStatusLine() {
         guard interactive else { return }
+        defer { updateTicker() }
         if let screen {
             // From reading the player to writing the frame in one turn: frames reach the terminal
             // in the order of what they show (keys, events and the clock draw from several threads).
