@@ -208,9 +208,9 @@ final class ALSAPCM: @unchecked Sendable {
         try alsaCall("snd_pcm_sw_params_set_start_threshold", device: name) {
             musickit_snd_pcm_sw_params_set_start_threshold(pcm, sw, boundary)
         }
-        // Wakes the audio thread once a period (the engine's refill, ~90 ms) has room, not per
-        // render period: with the deep buffer (~500 ms) a sound card's DMA runs on while the
-        // thread sleeps ~11 times a second. Control does not wait for the buffer: a skip, a seek
+        // Wakes the audio thread once a period (the engine's refill, ~180 ms) has room, not per
+        // render period: with the deep buffer (~750 ms) a sound card's DMA runs on while the
+        // thread wakes ~5 times a second. Control does not wait for the buffer: a skip, a seek
         // or a pause without hardware pause drops what the card holds (`snd_pcm_drop`, then
         // `prepare` and the new frames: the card plays them as soon as it starts, whatever was
         // queued), and what is heard is what was written less `snd_pcm_delay`. So `snd_pcm_rewind`

@@ -165,19 +165,21 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     /// 256 frames at 44.1 and 48 kHz, 512 at 96 kHz). It is not the device's period (see
     /// `refillDuration`): it sets how finely the engine starts, not how often it wakes.
     public var periodDuration: Duration = .milliseconds(5)
-    /// What the device buffers in steady playback (22,050 frames at 44.1 kHz). Deep, so that the
+    /// What the device buffers in steady playback (33,075 frames at 44.1 kHz). Deep, so that the
     /// audio thread, libpulse and the sound server wake a few times a second instead of hundreds
-    /// (the sound server renders its sink that far ahead, or, through ALSA's pulse plugin, a
-    /// refill ahead), and a stalled decoder or a loaded machine is ridden out. Control does not
+    /// (the sound server renders its sink up to the buffer less two refills ahead, or, through
+    /// ALSA's pulse plugin, a refill ahead), and a stalled decoder or a loaded machine is ridden
+    /// out. 500 ms with 90 ms refills cost ALSA's pulse plugin and the server 1.2× MPD's CPU;
+    /// 750 ms with 180 ms refills, less than MPD's on every output (Benchmarks/RESULTS.md, "Deep buffer"). Control does not
     /// wait for it: starts write `startBufferDuration` and start at once, skips, seeks and pauses
     /// drop or flush what is queued (the server rewinds what it had mixed ahead), and what is
     /// heard is what was written less the device's delay (Benchmarks/RESULTS.md, "Deep buffer").
-    public var bufferDuration: Duration = .milliseconds(500)
+    public var bufferDuration: Duration = .milliseconds(750)
     /// The device's period: the audio thread refills the buffer when this much of it has room
     /// (ALSA's period and `avail_min`, the pulse stream's `minreq`), asked for as the power of two
-    /// frames at or above it (4,096 frames at 44.1 and 48 kHz): ~11 wake-ups a second. PipeWire
+    /// frames nearest to it (8,192 frames at 44.1 and 48 kHz): ~5 wake-ups a second. PipeWire
     /// takes a stream's period as its graph's latency, within its quantum limits.
-    public var refillDuration: Duration = .milliseconds(90)
+    public var refillDuration: Duration = .milliseconds(180)
     /// What a start (and a skip or a seek) writes before it starts the device, the rest of the
     /// buffer following as the decoder delivers it: a start does not wait for a deep buffer's
     /// worth of decoding. Also the floor below which the engine pads with silence when the decoder
@@ -215,7 +217,7 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
 extension AudioEngineConfiguration {
     /// What the device is asked for, for a stream at `sampleRate`.
     func pcmRequest(sampleRate: Int) -> PCMRequest {
-        let period = Self.powerOfTwo(atLeast: Self.frames(in: refillDuration, at: sampleRate))
+        let period = Self.powerOfTwo(nearest: Self.frames(in: refillDuration, at: sampleRate))
         return PCMRequest(sampleRate: sampleRate, channelCount: channelCount, sampleFormats: sampleFormats,
                           periodSizeInFrames: period,
                           bufferSizeInFrames: max(Self.frames(in: bufferDuration, at: sampleRate), 2 * period),
@@ -234,6 +236,12 @@ extension AudioEngineConfiguration {
     /// The smallest power of two at or above `count` (at least one).
     static func powerOfTwo(atLeast count: Int) -> Int {
         count <= 1 ? 1 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)
+    }
+
+    /// The power of two nearest to `count` (the larger one when halfway; at least one).
+    static func powerOfTwo(nearest count: Int) -> Int {
+        let above = powerOfTwo(atLeast: count)
+        return above > 1 && count - above / 2 < above - count ? above / 2 : above
     }
 
     /// Frames that last `duration` at `sampleRate`, rounded to the nearest (at least one).

@@ -3,20 +3,20 @@ import XCTest
 
 /// What the engine asks the device for (`AudioEngineConfiguration.pcmRequest`).
 final class EngineConfigurationTests: XCTestCase {
-    /// The device's period (the refill, when the audio thread wakes) is the power of two frames at
-    /// or above its duration: PipeWire runs its whole graph at the largest power-of-two quantum
+    /// The device's period (the refill, when the audio thread wakes) is the power of two frames
+    /// nearest to its duration: PipeWire runs its whole graph at the largest power-of-two quantum
     /// within a stream's period (221 frames made it run at 128: Benchmarks/RESULTS.md, "PipeWire's
     /// pulse server"). The buffer is deep and keeps its duration; what a start writes before it
     /// starts the device is the start buffer's duration.
     func testTheDeviceIsAskedForADeepBufferRefilledInPowerOfTwoPeriods() {
         let configuration = AudioEngineConfiguration(deviceName: "default")
-        XCTAssertEqual(configuration.bufferDuration, .milliseconds(500))
-        XCTAssertEqual(configuration.refillDuration, .milliseconds(90))
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).periodSizeInFrames, 4_096)
+        XCTAssertEqual(configuration.bufferDuration, .milliseconds(750))
+        XCTAssertEqual(configuration.refillDuration, .milliseconds(180))
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).periodSizeInFrames, 8_192)
         XCTAssertEqual(configuration.pcmRequest(sampleRate: 48_000).periodSizeInFrames, 8_192)
         XCTAssertEqual(configuration.pcmRequest(sampleRate: 96_000).periodSizeInFrames, 16_384)
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).bufferSizeInFrames, 22_050)
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 96_000).bufferSizeInFrames, 48_000)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).bufferSizeInFrames, 33_075)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 96_000).bufferSizeInFrames, 72_000)
         XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).startThresholdInFrames, 2_205)
     }
 
@@ -33,7 +33,12 @@ final class EngineConfigurationTests: XCTestCase {
     func testTheBufferHoldsAtLeastTwoPeriods() {
         var configuration = AudioEngineConfiguration(deviceName: "default")
         configuration.bufferDuration = .milliseconds(50)
-        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).bufferSizeInFrames, 8_192)
+        XCTAssertEqual(configuration.pcmRequest(sampleRate: 44_100).bufferSizeInFrames, 16_384)
+    }
+
+    func testPowerOfTwoNearestRoundsToTheCloserOne() {
+        XCTAssertEqual([0, 1, 2, 3, 5, 6, 7_938, 8_640, 12_288, 12_289, 17_280].map(AudioEngineConfiguration.powerOfTwo(nearest:)),
+                       [1, 1, 2, 4, 4, 8, 8_192, 8_192, 16_384, 16_384, 8_192 * 2])
     }
 
     func testPowerOfTwoAtLeastRoundsUpAndKeepsPowersOfTwo() {

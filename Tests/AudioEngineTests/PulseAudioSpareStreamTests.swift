@@ -51,7 +51,7 @@ final class PulseAudioSpareStreamTests: XCTestCase {
     /// second end of underrun dropped the ~80 frames rendered after the first (Benchmarks/RESULTS.md,
     /// 2026-12-03) — the same landing at the monitor as a clean start, so only the log tells.
     /// With a recorder on the sink's monitor at 2 ms, as in every test that listens there: with
-    /// none holding the sink's latency down, the deep buffer lets the sink render ~300 ms ahead,
+    /// none holding the sink's latency down, the deep buffer lets the sink render ~380 ms ahead,
     /// past the switch's first write, and each write after it ends an underrun again (the
     /// server rewinds by the silence it had rendered for the stream), so the count no longer
     /// tells the switch's own rewinds apart.
