@@ -31,7 +31,8 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private let operations = DispatchQueue(label: "musickitd.operations")
     private var listener: Int32 = -1
     private var lockDescriptor: Int32 = -1
-    private var positionTimer: DispatchSourceTimer?
+    /// Saves the position every few seconds while playing; suspended otherwise (`updatePositionTimer`).
+    private let positionTimer = Mutex<(timer: DispatchSourceTimer?, running: Bool)>((nil, false))
     /// MPD's protocol on `mpd.sock` beside the socket.
     private var mpd: MPDProtocolServer?
     /// MPRIS on the session bus, when there is one.
@@ -281,6 +282,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         if !subsystems.isEmpty { mpd?.notify(subsystems) }
         mpris?.notify()
         persist()
+        updatePositionTimer()
     }
 
     private func playerEvent(_ event: ApplicationMusicPlayer.Event) {
@@ -331,8 +333,27 @@ package final class SystemPlayerServer: @unchecked Sendable {
             guard let self, player.state.playbackStatus == .playing else { return }
             writeState()
         }
-        timer.resume()
-        positionTimer = timer
+        positionTimer.withLock { $0 = (timer, false) }
+        updatePositionTimer()
+    }
+
+    deinit {
+        positionTimer.withLock { state in
+            guard let timer = state.timer else { return }
+            if !state.running { timer.resume() }  // libdispatch: a suspended source may not be released
+            timer.cancel()
+        }
+    }
+
+    /// Runs the position timer only while playing: a paused or stopped daemon does not wake for
+    /// it (issue #41: idle is idle). Called with every change of state (`changed`).
+    private func updatePositionTimer() {
+        let playing = player.state.playbackStatus == .playing
+        positionTimer.withLock { state in
+            guard let timer = state.timer, state.running != playing else { return }
+            if playing { timer.resume() } else { timer.suspend() }
+            state.running = playing
+        }
     }
 
     private func persist() {
