@@ -362,8 +362,9 @@ final class LineConnection {
 
     deinit { close(descriptor) }
 
+    /// Sends `text`; on a connection the peer closed, nothing (no SIGPIPE).
     func send(_ text: String) {
-        _ = text.withCString { write(descriptor, $0, strlen($0)) }
+        _ = text.withCString { Glibc.send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
     }
 
     /// Reads until MPD's "OK" or "ACK" line; returns the lines.
@@ -397,7 +398,7 @@ final class MPDServer {
     /// Output IDs, in the configuration's order.
     static let pulseOutput = 0
     static let alsaOutput = 1
-    private let process = Process()
+    let process = Process()
     private let directory: URL
 
     init(binary: URL, device: String, fixtures: Fixtures) throws {
@@ -447,6 +448,9 @@ final class MPDServer {
             }
         }
         if !ready { throw POSIXError(.ETIMEDOUT) }
+        // Another MPD on the port (one left behind by a benchmark that was killed) would answer
+        // for this one, which exited unable to listen.
+        if !process.isRunning { throw POSIXError(.EADDRINUSE) }
     }
 
     func connect() throws -> LineConnection {

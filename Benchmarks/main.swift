@@ -8,17 +8,20 @@ import Foundation
 
 let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
-                      [--output FILE]
+                      [--cost-rounds N] [--cost-window SECONDS] [--output FILE]
 
-groups: ttfa, skip, seek, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers, catalog, library, and fuzz (only
-when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant crashed or hung)
+groups: cost, ttfa, skip, seek, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers, catalog, library, and
+fuzz (only when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant crashed or hung)
+cost: CPU, wake-ups and the sound server's CPU per second of steady playback, playing and paused, for musickit
+(CLI and daemon), MPD, mpv and paplay in turn (--cost-rounds N rounds, default 3, of --cost-window SECONDS, default 15)
 --songs N: songs in the generated catalog (default 1,000,000)
 --mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
 MUSICKIT_BENCH_CLI: the musickit to time (scripts/bench passes scripts/build's); MUSICKIT_BENCH_CLI_OTHER:
-another build, started in turn with it run by run in the cli group (rows marked [other build]), to
-compare two builds in one run on this noisy machine.
+another build, started in turn with it run by run in the cli and cost groups (rows marked [other build];
+the cost group takes the musickitd beside it, or MUSICKITD_OTHER), to compare two builds in one run on
+this noisy machine.
 """
 
 var runs = 9
@@ -28,6 +31,8 @@ var outputPath: String?
 var catalogSongs = 1_000_000
 var mutants = 2_000
 var fuzzSeed: UInt64 = 20_261_130
+var costRounds = 3
+var costWindowSeconds = 15.0
 var arguments = Array(CommandLine.arguments.dropFirst())
 while let argument = arguments.first {
     arguments.removeFirst()
@@ -48,6 +53,14 @@ while let argument = arguments.first {
     case "--fuzz-seed":
         guard let value = arguments.first.flatMap(UInt64.init) else { print(usage); exit(2) }
         fuzzSeed = value
+        arguments.removeFirst()
+    case "--cost-rounds":
+        guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
+        costRounds = value
+        arguments.removeFirst()
+    case "--cost-window":
+        guard let value = arguments.first.flatMap(Double.init), value > 0 else { print(usage); exit(2) }
+        costWindowSeconds = value
         arguments.removeFirst()
     case "--songs":
         guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
@@ -97,11 +110,31 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["ttfa", "skip", "seek", "gap", "cpu", "load", "player", "preview", "system", "cli", "screens", "peers"]
+let realTimeGroups = ["cost", "ttfa", "skip", "seek", "gap", "cpu", "load", "player", "preview", "system", "cli", "screens", "peers"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
         exit(1)
+    }
+    if wants("cost") {
+        // Before the monitor's recorder starts: its latency would set the sink's block for all.
+        if let nativeDevice = environment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"],
+           case let serverPIDs = (environment["MUSICKIT_TEST_SERVER_PID"] ?? "").split(separator: " ").compactMap({ Int32($0) }),
+           !serverPIDs.isEmpty {
+            progress("cost of steady playback and of pause")
+            let musickitd = environment["MUSICKITD"].map { URL(fileURLWithPath: $0) }
+                ?? musickit.deletingLastPathComponent().appendingPathComponent("musickitd")
+            func installed(_ url: URL) -> URL? { FileManager.default.isExecutableFile(atPath: url.path) ? url : nil }
+            let other = otherMusickit.map { other in
+                (other, environment["MUSICKITD_OTHER"].map { URL(fileURLWithPath: $0) }
+                    ?? installed(other.deletingLastPathComponent().appendingPathComponent("musickitd")))
+            }
+            try CostBenchmarks(musickit: musickit, musickitd: installed(musickitd), other: other,
+                               nativeDevice: nativeDevice, pluginDevice: device, serverPIDs: serverPIDs, fixtures: fixtures,
+                               assets: assets, rounds: costRounds, windowSeconds: costWindowSeconds, report: report).run()
+        } else {
+            progress("cost: skipped (MUSICKIT_TEST_PULSE_NATIVE_DEVICE and MUSICKIT_TEST_SERVER_PID: scripts/with-test-sink sets them)")
+        }
     }
     let recorder = try MonitorRecorder(source: monitor, latencyMilliseconds: 2)
     progress("warming up the monitor recorder (2.5 s)")
@@ -194,6 +227,14 @@ if realTimeGroups.contains(where: { wants($0) }) {
         ratio("musickitd TTFA via `mpc play` -> sound", "MPD (\(output)) TTFA via `mpc play` -> sound")
     }
     ratio("engine skip: skipToNextEntry() -> next entry's sound", "mpv skip: playlist-next over IPC -> next file's sound")
+    for subject in ["musickit play FILE (native PulseAudio)", "musickit play FILE (ALSA pulse plugin)", "musickitd"] {
+        for measure in ["player + server CPU", "player wake-ups", "server CPU"] {
+            ratio("cost, playing: \(subject) — \(measure)", "cost, playing: MPD (pulse output) — \(measure)")
+        }
+    }
+    for measure in ["player + server CPU", "player wake-ups"] {
+        ratio("cost, paused: musickitd — \(measure)", "cost, paused: MPD (pulse output) — \(measure)")
+    }
     ratio("musickit play FILE (CLI, its default device) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "aplay TTFA: process start -> sound")
     ratio("musickit play (CLI) TTFA: process start -> sound", "mpv TTFA: process start -> sound")
