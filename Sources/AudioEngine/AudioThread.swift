@@ -92,13 +92,16 @@ struct AudioRenderer: ~Copyable {
     private var framesWritten = 0
     /// Timeline frame where the queue ends, once its end marker was read.
     private var endOfQueueFrame: Int?
-    /// How long after the queue's end is heard the device is dropped: the position is the
-    /// server's estimate, and PipeWire's pulse server counts a quantum as played once its graph
-    /// took it (up to 2,048 frames at its largest; dropped on time, the last partial quantum of
-    /// an album, 102 frames, was never heard, 3 runs of 3). Silence is written past the end
-    /// for a whole buffer, so nothing runs dry meanwhile. 100 ms, at most half the buffer.
-    private var endOfQueueDropDelayInFrames: Int {
-        min(device.configuration.bufferSizeInFrames / 2, device.configuration.sampleRate / 10)
+    /// Where the device is dropped once the queue ended: 100 ms (at most half the buffer) after
+    /// the end is heard, since the position is the server's estimate, and PipeWire's pulse
+    /// server counts a quantum as played once its graph took it (up to 2,048 frames at its
+    /// largest; dropped on time, the last partial quantum of an album, 102 frames, was never
+    /// heard, 3 runs of 3). Silence is written past the end for a whole buffer, so nothing runs
+    /// dry meanwhile. At the end itself when nothing was written since the device's restart.
+    private var endOfQueueDropFrame: Int? {
+        guard let end = endOfQueueFrame else { return nil }
+        guard framesWritten > timelineFrameAtRestart else { return end }
+        return end + min(device.configuration.bufferSizeInFrames / 2, device.configuration.sampleRate / 10)
     }
     /// Timeline frame at the last (re)start of the device: nothing after it is heard before
     /// the device starts, whatever its delay says (a `null` device reports none).
@@ -232,9 +235,7 @@ struct AudioRenderer: ~Copyable {
         var frames = rate / 5
         if let next = timeline.nextPendingFrame { frames = min(frames, max(0, next - lastPlayedFrame)) }
         if starvedQueuedFrames > 0 { frames = min(frames, max(0, starvedQueuedFrames - underrunFloorInFrames)) }
-        if mode == .draining, let end = endOfQueueFrame {
-            frames = min(frames, max(0, end + endOfQueueDropDelayInFrames - lastPlayedFrame))
-        }
+        if mode == .draining, let drop = endOfQueueDropFrame { frames = min(frames, max(0, drop - lastPlayedFrame)) }
         return Int32(max(1, (frames * 1_000 + rate - 1) / rate))
     }
 
@@ -533,9 +534,7 @@ struct AudioRenderer: ~Copyable {
         if shared.appliedSeekSerial.load(ordering: .relaxed) != reachedSeekSerial {
             shared.appliedSeekSerial.store(reachedSeekSerial, ordering: .sequentiallyConsistent)
         }
-        // (Nothing written since the device's restart: nothing to play out.)
-        let dropDelay = framesWritten > timelineFrameAtRestart ? endOfQueueDropDelayInFrames : 0
-        if mode == .draining, let end = endOfQueueFrame, played >= end + dropDelay {
+        if mode == .draining, let drop = endOfQueueDropFrame, played >= drop {
             _ = device.drop()
             mode = .finished
         }
