@@ -232,13 +232,7 @@ struct CostBenchmarks {
     }
 
     private static func launch(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> Process {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let process = Process.quiet(executable, arguments, environment: environment)
         try process.run()
         return process
     }

@@ -91,3 +91,18 @@ struct Fixtures {
         return samples
     }
 }
+
+extension Process {
+    /// `executable` with `arguments`, its standard input and output on /dev/null, not yet run
+    /// (a start timed from outside is timed just before `run()`); `environment` nil: this one's.
+    static func quiet(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) -> Process {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        return process
+    }
+}

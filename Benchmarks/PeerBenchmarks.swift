@@ -53,12 +53,7 @@ struct PeerBenchmarks {
         for _ in 0..<runs {
             for index in commands.indices.shuffled(using: &random) {
                 let command = commands[index]
-                let process = Process()
-                process.executableURL = command.executable
-                process.arguments = command.arguments()
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                process.standardInput = FileHandle.nullDevice
+                let process = Process.quiet(command.executable, command.arguments())
                 let start = monotonicNanoseconds()
                 do { try process.run() } catch { progress("\(command.executable.lastPathComponent): \(error)"); return checks }
                 checks[index].append(recorder.checkStart(since: start, call: start, track: track, timeout: 3))

@@ -128,13 +128,7 @@ struct SystemPlayerBenchmarks {
 
     /// Starts a process (not waited for here: its sound is); returns the time it was started.
     private static func startProcess(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> UInt64 {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        let process = Process.quiet(executable, arguments, environment: environment)
         let start = monotonicNanoseconds()
         try process.run()
         DispatchQueue.global().async { process.waitUntilExit() }
