@@ -30,7 +30,7 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg"),
         // libpulse's headers (libpulse-dev), for the native PulseAudio/PipeWire output (the
         // `pulseaudio` devices). Not linked: opened when such a device is
-        // (Sources/AudioEngine/PulseAudio.swift).
+        // (Sources/AudioEngine/PulseLibrary.swift).
         .systemLibrary(name: "CPulse", path: "Sources/CPulse"),
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),

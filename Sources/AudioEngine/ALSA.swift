@@ -4,8 +4,7 @@ import Glibc
 // The one wrapper around ALSA (CALSA). Every snd_* call of the project goes through this file (as
 // musickit_snd_*: libasound is opened when the first device is, see Sources/CALSA/include/CALSA.h).
 
-/// A failed ALSA call (or libpulse call, for the `pulseaudio` devices): which operation, on which
-/// device, and the (negative) error code.
+/// A failed ALSA call: which operation, on which device, and the (negative) error code.
 public struct ALSAError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The C function that failed, e.g. `snd_pcm_open`.
     public let operation: String
@@ -17,11 +16,7 @@ public struct ALSAError: Error, CustomStringConvertible, Sendable, Equatable {
     public let hint: String?
 
     public var description: String {
-        // A failure on a `pulseaudio` device carries the nearest errno; its hint starts with
-        // libpulse's own words.
-        var text = PulseStream.isPulseAudioName(device)
-            ? "PulseAudio \(operation) on device '\(device)' failed (\(code))"
-            : "ALSA \(operation) on device '\(device)' failed: \(String(cString: musickit_snd_strerror(code))) (\(code))"
+        var text = "ALSA \(operation) on device '\(device)' failed: \(String(cString: musickit_snd_strerror(code))) (\(code))"
         if let hint { text += ". \(hint)" }
         return text
     }
@@ -95,18 +90,18 @@ func alsaCall(_ operation: String, device: String, hint: String? = nil,
 /// `start`, `drop`, `prepare`, `pause`, `recover` make no allocation in this
 /// file; what the ALSA plugin behind the device does is the plugin's business
 /// (the `null`, `file` and `hw` plugins do not allocate; `pulse` goes through libpulse).
-final class ALSAPCM: @unchecked Sendable {
+final class ALSAPCM: AudioOutput, @unchecked Sendable {
     let name: String
     let configuration: PCMConfiguration
     private let handle: OpaquePointer
     /// The PCM's poll descriptors, followed by one free slot for the caller's wake-up descriptor.
     let pollDescriptors: UnsafeMutablePointer<pollfd>
     let pollDescriptorCount: Int
-    /// Whether `prepare()` on a running stream discards what it holds, so a skip needs no
-    /// `drop()` first: true for external (ioplug) plugins such as PulseAudio's, whose
-    /// prepare replaces the server-side stream. Kernel devices refuse to prepare a running
-    /// stream (-EBUSY), and the engine then drops first.
-    let prepareDiscardsPlayback: Bool
+    /// `.pause` when the device pauses in place; `.prepareDiscardsPlayback` for external
+    /// (ioplug) plugins such as PulseAudio's, whose prepare replaces the server-side stream.
+    /// Kernel devices refuse to prepare a running stream (-EBUSY), and the engine drops first.
+    let capabilities: AudioOutputCapabilities
+    private var isClosed = false
 
     /// Opens and configures `name` for playback. The stream does not start by itself:
     /// the caller writes frames and calls `start()`.
@@ -124,27 +119,56 @@ final class ALSAPCM: @unchecked Sendable {
                             hint: ALSAPCM.openFailureHint(code: openResult, device: name))
         }
         handle = pcm!
-        prepareDiscardsPlayback = musickit_snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG
-        do {
+        let isPlugin = musickit_snd_pcm_type(pcm) == SND_PCM_TYPE_IOPLUG
+        do throws(ALSAError) {
             configuration = try ALSAPCM.configure(handle, name: name, request: request)
             let count = Int(try alsaCall("snd_pcm_poll_descriptors_count", device: name) {
                 musickit_snd_pcm_poll_descriptors_count(pcm)
             })
-            pollDescriptorCount = count
-            pollDescriptors = .allocate(capacity: count + 1)
-            pollDescriptors.initialize(repeating: pollfd(), count: count + 1)
-            try alsaCall("snd_pcm_poll_descriptors", device: name) {
-                musickit_snd_pcm_poll_descriptors(pcm, pollDescriptors, UInt32(count))
+            let descriptors = UnsafeMutablePointer<pollfd>.allocate(capacity: count + 1)
+            descriptors.initialize(repeating: pollfd(), count: count + 1)
+            do throws(ALSAError) {
+                try alsaCall("snd_pcm_poll_descriptors", device: name) {
+                    musickit_snd_pcm_poll_descriptors(pcm, descriptors, UInt32(count))
+                }
+            } catch {
+                descriptors.deallocate()
+                throw error
             }
+            pollDescriptorCount = count
+            pollDescriptors = descriptors
         } catch {
             musickit_snd_pcm_close(pcm)
             throw error
         }
+        var capabilities: AudioOutputCapabilities = []
+        if configuration.canPause { capabilities.insert(.pause) }
+        if isPlugin { capabilities.insert(.prepareDiscardsPlayback) }
+        self.capabilities = capabilities
     }
 
     deinit {
-        musickit_snd_pcm_close(handle)
+        close()
         pollDescriptors.deallocate()
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        musickit_snd_pcm_close(handle)
+    }
+
+    func failure(_ operation: DeviceOperation, code: Int32) -> AudioOutputError {
+        let function = switch operation {
+        case .write: "snd_pcm_writei"
+        case .start: "snd_pcm_start"
+        case .prepare: "snd_pcm_prepare"
+        case .pause: "snd_pcm_pause"
+        case .drop: "snd_pcm_drop"
+        case .recover: "snd_pcm_recover"
+        case .poll: "poll"
+        }
+        return .alsa(ALSAError(operation: function, code: code, device: name, hint: nil))
     }
 
     /// alsa-lib prints its own messages on stderr; the engine reports every failure as an
@@ -279,7 +303,7 @@ final class ALSAPCM: @unchecked Sendable {
 
     /// What to check when `device` could not be opened with `code`.
     static func openFailureHint(code: Int32, device: String) -> String {
-        let server = PCMDevice.pulseServerSetting
+        let server = AudioOutputs.pulseServerSetting
         switch -code {
         case ECONNREFUSED, EHOSTDOWN, ECONNRESET:
             return "The sound server could not be reached: is PulseAudio or PipeWire running for this user "

@@ -7,8 +7,8 @@ public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatabl
     case noQueue
     /// No entry of the queue could be opened; each failure is listed.
     case nothingPlayable([DecoderError])
-    /// The PCM device could not be opened or configured.
-    case device(ALSAError)
+    /// The output could not be opened or configured.
+    case device(AudioOutputError)
     /// The stream did not fill within the time allowed.
     case timedOut(String)
     /// `stop()` came while the first entry was opening (a download that had not delivered its
@@ -101,7 +101,7 @@ public final class AudioEngine: Sendable {
     /// callback signals the loop — or nil. The engine owns them from then on. `musickit play`
     /// begins its connection before the Swift runtime starts (Sources/CEarlyRequest/EarlyLoad.c).
     public static func adoptPulseAudioConnection(_ take: @escaping @Sendable () -> (mainloop: OpaquePointer, context: OpaquePointer)?) {
-        PulseStream.begunConnection.withLock { $0 = take }
+        PulseConnection.begunConnection.withLock { $0 = take }
     }
 
     deinit { stop() }
@@ -368,7 +368,7 @@ public final class AudioEngine: Sendable {
 final class EngineSession: @unchecked Sendable {
     // @unchecked: every stored property is immutable and itself thread-safe, except
     // `commands`, which is behind a mutex.
-    let device: PCMDevice
+    let device: any AudioOutput
     let shared = EngineSharedState()
     let audioWake = WakeSignal()
     let decoderWake = WakeSignal()
@@ -435,7 +435,7 @@ final class EngineSession: @unchecked Sendable {
             device = warm
         } else {
             do {
-                device = try PCMDevice.open(configuration.deviceName, fallback: configuration.fallbackDeviceName, request: request)
+                device = try AudioOutputs.open(configuration.deviceName, fallback: configuration.fallbackDeviceName, request: request)
             } catch {
                 throw .device(error)
             }
@@ -469,7 +469,7 @@ final class EngineSession: @unchecked Sendable {
         let decoderLoop = Handoff(DecoderLoop(
             ring: ring.producer, markers: markers.producer, requests: requests.consumer,
             audioEvents: events.consumer, prerollSlots: slots, provider: provider, wake: decoderWake,
-            audioWake: audioWake, shared: shared, control: decoderControl, deviceName: device.name,
+            audioWake: audioWake, shared: shared, control: decoderControl, device: device,
             streamRate: streamRate, channelCount: channelCount, chunkFrames: configuration.decodeChunkInFrames,
             // Not the deep buffer's multiple: what the device holds already rides out the crossing
             // (the audio thread waits for the decoder above the underrun floor), and a longer lead
@@ -568,6 +568,7 @@ final class EngineSession: @unchecked Sendable {
         decoderWake.signal()
         audioThread?.join()
         decoderThread?.join()
+        device.close()
     }
 
     deinit { close() }

@@ -33,7 +33,14 @@ struct AudioRenderer: ~Copyable {
     // Outputs
     private var events: RingBuffer<AudioThreadEvent>.Producer
     private var requests: RingBuffer<DecoderRequest>.Producer
-    private let device: PCMDevice
+    /// Called through its protocol (a witness table, no allocation or lock of its own): a
+    /// renderer generic over the output would put the `@_noLocks` render step in a generic
+    /// context, where the compiler rejects every call it makes; the render step never calls
+    /// the output.
+    private let device: any AudioOutput
+    /// `device.capabilities`, read once.
+    private let devicePausesInPlace: Bool
+    private let devicePrepareDiscardsPlayback: Bool
     private let shared: EngineSharedState
     private let wake: WakeSignal
     private let decoderWake: WakeSignal
@@ -147,7 +154,7 @@ struct AudioRenderer: ~Copyable {
          commands: consuming RingBuffer<AudioCommand>.Consumer,
          events: consuming RingBuffer<AudioThreadEvent>.Producer,
          requests: consuming RingBuffer<DecoderRequest>.Producer,
-         prerollSlots: [PrerollSlot], device: PCMDevice, shared: EngineSharedState,
+         prerollSlots: [PrerollSlot], device: any AudioOutput, shared: EngineSharedState,
          wake: WakeSignal, decoderWake: WakeSignal, firstToken: UInt64, insertsSilenceOnUnderrun: Bool,
          periodFrames: Int, startBufferFrames: Int) {
         self.ring = ring
@@ -158,6 +165,8 @@ struct AudioRenderer: ~Copyable {
         self.prerollSlots = .allocate(capacity: prerollSlots.count)
         _ = self.prerollSlots.initialize(from: prerollSlots.map { Unmanaged.passUnretained($0) })
         self.device = device
+        devicePausesInPlace = device.capabilities.contains(.pause)
+        devicePrepareDiscardsPlayback = device.capabilities.contains(.prepareDiscardsPlayback)
         self.shared = shared
         self.wake = wake
         self.decoderWake = decoderWake
@@ -268,7 +277,7 @@ struct AudioRenderer: ~Copyable {
             case .pause:
                 switch mode {
                 case .running, .draining:
-                    if device.configuration.canPause && device.pause(true) == 0 {
+                    if devicePausesInPlace && device.pause(true) == 0 {
                         mode = .paused
                     } else {
                         // No pause in place: drop, and keep what was unheard to write again.
@@ -406,7 +415,7 @@ struct AudioRenderer: ~Copyable {
             // or writes over what it holds): a skip while playing then costs one stream set-up
             // (or one cork and uncork) less.
             let began = monotonicNanoseconds()
-            if autoStart && device.prepareDiscardsPlayback && device.prepare() == 0 {
+            if autoStart && devicePrepareDiscardsPlayback && device.prepare() == 0 {
                 shared.lastDrop.store(0, ordering: .relaxed)
                 shared.lastPrepare.store(monotonicNanoseconds() &- began, ordering: .relaxed)
             } else {

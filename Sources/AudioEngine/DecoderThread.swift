@@ -52,7 +52,8 @@ struct DecoderLoop: ~Copyable {
     private let audioWake: WakeSignal
     private let shared: EngineSharedState
     private let control: DecoderControl
-    private let deviceName: String
+    /// Turns the audio thread's failure reports into the output's own error.
+    private let device: any AudioOutput
     private let deliver: @Sendable (SessionEvent) -> Void
     private let streamRate: Int
     private let channelCount: Int
@@ -101,7 +102,7 @@ struct DecoderLoop: ~Copyable {
          audioEvents: consuming RingBuffer<AudioThreadEvent>.Consumer,
          prerollSlots: [PrerollSlot], provider: any AudioEntryProvider,
          wake: WakeSignal, audioWake: WakeSignal, shared: EngineSharedState,
-         control: DecoderControl, deviceName: String, streamRate: Int, channelCount: Int,
+         control: DecoderControl, device: any AudioOutput, streamRate: Int, channelCount: Int,
          chunkFrames: Int, crossingLeadFrames: Int, first: EntryDecoder, firstEntryFrame: Int,
          deliver: @escaping @Sendable (SessionEvent) -> Void) {
         self.ring = ring
@@ -114,7 +115,7 @@ struct DecoderLoop: ~Copyable {
         self.audioWake = audioWake
         self.shared = shared
         self.control = control
-        self.deviceName = deviceName
+        self.device = device
         self.streamRate = streamRate
         self.channelCount = channelCount
         self.chunkFrames = chunkFrames
@@ -182,8 +183,7 @@ struct DecoderLoop: ~Copyable {
             case .xrun(let total): deliver(.engine(.xrun(total: total)))
             case .queueFinished: deliver(.engine(.queueFinished))
             case .deviceFailed(let code, let operation):
-                deliver(.engine(.deviceFailed(ALSAError(operation: operation.functionName(onDevice: deviceName), code: code,
-                                                        device: deviceName, hint: nil))))
+                deliver(.engine(.deviceFailed(device.failure(operation, code: code))))
             }
         }
     }

@@ -116,7 +116,7 @@ public enum AudioEngineEvent: Sendable, Equatable {
     /// The last entry was heard to its end; the stream is stopped.
     case queueFinished
     /// The device failed and playback stopped.
-    case deviceFailed(ALSAError)
+    case deviceFailed(AudioOutputError)
 }
 
 /// Where playback is, as heard at the device's output.
@@ -369,32 +369,6 @@ enum AudioThreadEvent {
     case deviceFailed(code: Int32, operation: DeviceOperation)
 }
 
-enum DeviceOperation: UInt8 {
-    case write, start, prepare, pause, drop, recover, poll
-
-    /// The C function behind the operation on `device` (an ALSA PCM, or a libpulse stream).
-    func functionName(onDevice device: String) -> String {
-        if PulseStream.isPulseAudioName(device) {
-            return switch self {
-            case .write: "pa_stream_write"
-            case .start: "pa_stream_trigger"
-            case .prepare, .drop: "pa_stream_flush"
-            case .recover: "pa_stream_get_state"  // recovering fails only when the stream has failed
-            case .pause: "pa_stream_cork"
-            case .poll: "poll"
-            }
-        }
-        return switch self {
-        case .write: "snd_pcm_writei"
-        case .start: "snd_pcm_start"
-        case .prepare: "snd_pcm_prepare"
-        case .pause: "snd_pcm_pause"
-        case .drop: "snd_pcm_drop"
-        case .recover: "snd_pcm_recover"
-        case .poll: "poll"
-        }
-    }
-}
 
 /// The first frames of the next entry, decoded ahead so a skip need not wait for the decoder.
 ///

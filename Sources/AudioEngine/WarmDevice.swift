@@ -15,7 +15,7 @@ enum WarmDevice {
         let fallback: String?
         let request: PCMRequest
         let condition = NSCondition()
-        var result: Result<PCMDevice, ALSAError>?
+        var result: Result<any AudioOutput, AudioOutputError>?
 
         init(name: String, fallback: String?, request: PCMRequest) {
             self.name = name
@@ -37,7 +37,7 @@ enum WarmDevice {
         pending.withLock { $0 = opening }
         let job: @Sendable () -> Void = {
             first()
-            let result = Result { () throws(ALSAError) in try PCMDevice.open(name, fallback: fallback, request: request) }
+            let result = Result { () throws(AudioOutputError) in try AudioOutputs.open(name, fallback: fallback, request: request) }
             opening.condition.lock()
             opening.result = result
             opening.condition.broadcast()
@@ -55,7 +55,7 @@ enum WarmDevice {
     /// The warmed-up device, when one was opened for `name` (with `fallback`) and `request`
     /// (waiting for its open to finish); nil otherwise, and a device warmed up for something
     /// else is closed.
-    static func take(name: String, fallback: String? = nil, request: PCMRequest) -> PCMDevice? {
+    static func take(name: String, fallback: String? = nil, request: PCMRequest) -> (any AudioOutput)? {
         guard let opening = pending.withLock({ pending in defer { pending = nil }; return pending }) else { return nil }
         opening.condition.lock()
         while opening.result == nil { opening.condition.wait() }
@@ -63,7 +63,11 @@ enum WarmDevice {
         opening.result = nil
         opening.condition.unlock()
         // Failed, or another device: the engine opens its own (and reports its own error).
-        guard opening.name == name, opening.fallback == fallback, opening.request == request, case .success(let device)? = result else { return nil }
+        guard case .success(let device)? = result else { return nil }
+        guard opening.name == name, opening.fallback == fallback, opening.request == request else {
+            device.close()
+            return nil
+        }
         taken.add(1, ordering: .relaxed)
         return device
     }

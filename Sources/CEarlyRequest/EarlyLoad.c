@@ -110,7 +110,7 @@ static cpu_set_t early_allowed_cpus;
 static int early_cpus_narrowed = 0;
 
 // Loads libpulse, then does what PulseStream.init does before it waits for the context
-// (Sources/AudioEngine/PulseAudio.swift): a threaded main loop, a context named as its, connected
+// (Sources/AudioEngine/PulseConnection.swift): a threaded main loop, a context named as its, connected
 // to the default server without autospawn, the loop started.
 static void *early_connect(void *unused) {
     (void)unused;

@@ -1,138 +1,11 @@
 import CPulse
 import Glibc
-import Synchronization
 
-// The one wrapper around libpulse (CPulse): the engine's native PulseAudio output, for the
-// `pulseaudio` and `pulseaudio:SINK` devices. PipeWire serves the same protocol (pipewire-pulse).
-// libpulse is opened when the first such device is (see DynamicLibrary), not at start.
-
-/// libpulse's functions the engine calls.
-struct LibPulse: @unchecked Sendable {
-    // @unchecked: a table of C function pointers, written once.
-    typealias Mainloop = OpaquePointer
-    typealias Context = OpaquePointer
-    typealias Stream = OpaquePointer
-    typealias Operation = OpaquePointer
-    typealias ContextCallback = @convention(c) (Context?, UnsafeMutableRawPointer?) -> Void
-    typealias StreamCallback = @convention(c) (Stream?, UnsafeMutableRawPointer?) -> Void
-    typealias StreamRequestCallback = @convention(c) (Stream?, Int, UnsafeMutableRawPointer?) -> Void
-    typealias SubscribeCallback = @convention(c) (Context?, pa_subscription_event_type_t, UInt32, UnsafeMutableRawPointer?) -> Void
-    typealias SinkInputInfoCallback = @convention(c) (Context?, UnsafePointer<pa_sink_input_info>?, Int32, UnsafeMutableRawPointer?) -> Void
-    typealias SinkInfoCallback = @convention(c) (Context?, UnsafePointer<pa_sink_info>?, Int32, UnsafeMutableRawPointer?) -> Void
-    typealias TimeEvent = OpaquePointer
-    typealias TimeEventCallback = @convention(c) (UnsafeMutablePointer<pa_mainloop_api>?, TimeEvent?, UnsafePointer<timeval>?,
-                                                  UnsafeMutableRawPointer?) -> Void
-
-    let mainloopNew: @convention(c) () -> Mainloop?
-    let mainloopAPI: @convention(c) (Mainloop?) -> UnsafeMutablePointer<pa_mainloop_api>?
-    let mainloopStart: @convention(c) (Mainloop?) -> Int32
-    let mainloopStop: @convention(c) (Mainloop?) -> Void
-    let mainloopFree: @convention(c) (Mainloop?) -> Void
-    let mainloopLock: @convention(c) (Mainloop?) -> Void
-    let mainloopUnlock: @convention(c) (Mainloop?) -> Void
-    let mainloopWait: @convention(c) (Mainloop?) -> Void
-    let mainloopSignal: @convention(c) (Mainloop?, Int32) -> Void
-    let mainloopInThread: @convention(c) (Mainloop?) -> Int32
-    let contextNew: @convention(c) (UnsafeMutablePointer<pa_mainloop_api>?, UnsafePointer<CChar>?) -> Context?
-    let contextSetStateCallback: @convention(c) (Context?, ContextCallback?, UnsafeMutableRawPointer?) -> Void
-    let contextConnect: @convention(c) (Context?, UnsafePointer<CChar>?, pa_context_flags_t, UnsafeRawPointer?) -> Int32
-    let contextState: @convention(c) (Context?) -> pa_context_state_t
-    let contextErrno: @convention(c) (Context?) -> Int32
-    let contextDisconnect: @convention(c) (Context?) -> Void
-    let contextUnref: @convention(c) (Context?) -> Void
-    let contextTimerNew: @convention(c) (Context?, UInt64, TimeEventCallback?, UnsafeMutableRawPointer?) -> TimeEvent?
-    let contextTimerRestart: @convention(c) (Context?, TimeEvent?, UInt64) -> Void
-    let monotonicMicroseconds: @convention(c) () -> UInt64
-    let streamNew: @convention(c) (Context?, UnsafePointer<CChar>?, UnsafePointer<pa_sample_spec>?, UnsafeRawPointer?) -> Stream?
-    let streamSetStateCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
-    let streamSetWriteCallback: @convention(c) (Stream?, StreamRequestCallback?, UnsafeMutableRawPointer?) -> Void
-    let streamSetUnderflowCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
-    let streamSetStartedCallback: @convention(c) (Stream?, StreamCallback?, UnsafeMutableRawPointer?) -> Void
-    let streamConnectPlayback: @convention(c) (Stream?, UnsafePointer<CChar>?, UnsafePointer<pa_buffer_attr>?,
-                                               pa_stream_flags_t, UnsafeRawPointer?, Stream?) -> Int32
-    let streamState: @convention(c) (Stream?) -> pa_stream_state_t
-    let streamWritableSize: @convention(c) (Stream?) -> Int
-    let streamWrite: @convention(c) (Stream?, UnsafeRawPointer?, Int, (@convention(c) (UnsafeMutableRawPointer?) -> Void)?,
-                                     Int64, pa_seek_mode_t) -> Int32
-    let streamCork: @convention(c) (Stream?, Int32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
-    let streamFlush: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
-    let streamTrigger: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
-    let streamLatency: @convention(c) (Stream?, UnsafeMutablePointer<UInt64>?, UnsafeMutablePointer<Int32>?) -> Int32
-    let streamUpdateTimingInfo: @convention(c) (Stream?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
-    let streamBufferAttributes: @convention(c) (Stream?) -> UnsafePointer<pa_buffer_attr>?
-    let streamIndex: @convention(c) (Stream?) -> UInt32
-    let streamDeviceIndex: @convention(c) (Stream?) -> UInt32
-    let streamDeviceName: @convention(c) (Stream?) -> UnsafePointer<CChar>?
-    let streamDisconnect: @convention(c) (Stream?) -> Int32
-    let streamUnref: @convention(c) (Stream?) -> Void
-    let contextSetSubscribeCallback: @convention(c) (Context?, SubscribeCallback?, UnsafeMutableRawPointer?) -> Void
-    let contextSubscribe: @convention(c) (Context?, pa_subscription_mask_t, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
-    let contextSinkInputInfo: @convention(c) (Context?, UInt32, SinkInputInfoCallback?, UnsafeMutableRawPointer?) -> Operation?
-    let contextSinkInfoByName: @convention(c) (Context?, UnsafePointer<CChar>?, SinkInfoCallback?, UnsafeMutableRawPointer?) -> Operation?
-    let contextSetSinkInputVolume: @convention(c) (Context?, UInt32, UnsafePointer<pa_cvolume>?, UnsafeRawPointer?,
-                                                   UnsafeMutableRawPointer?) -> Operation?
-    let contextSetSinkInputMute: @convention(c) (Context?, UInt32, Int32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
-    let contextMoveSinkInput: @convention(c) (Context?, UInt32, UInt32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
-    let operationUnref: @convention(c) (Operation?) -> Void
-    let errorText: @convention(c) (Int32) -> UnsafePointer<CChar>?
-
-    static let loaded: Result<LibPulse, DynamicLibrary.Failure> =
-        DynamicLibrary.table("libpulse.so.0") { function throws(DynamicLibrary.Failure) in
-            LibPulse(
-                mainloopNew: try function("pa_threaded_mainloop_new"),
-                mainloopAPI: try function("pa_threaded_mainloop_get_api"),
-                mainloopStart: try function("pa_threaded_mainloop_start"),
-                mainloopStop: try function("pa_threaded_mainloop_stop"),
-                mainloopFree: try function("pa_threaded_mainloop_free"),
-                mainloopLock: try function("pa_threaded_mainloop_lock"),
-                mainloopUnlock: try function("pa_threaded_mainloop_unlock"),
-                mainloopWait: try function("pa_threaded_mainloop_wait"),
-                mainloopSignal: try function("pa_threaded_mainloop_signal"),
-                mainloopInThread: try function("pa_threaded_mainloop_in_thread"),
-                contextNew: try function("pa_context_new"),
-                contextSetStateCallback: try function("pa_context_set_state_callback"),
-                contextConnect: try function("pa_context_connect"),
-                contextState: try function("pa_context_get_state"),
-                contextErrno: try function("pa_context_errno"),
-                contextDisconnect: try function("pa_context_disconnect"),
-                contextUnref: try function("pa_context_unref"),
-                contextTimerNew: try function("pa_context_rttime_new"),
-                contextTimerRestart: try function("pa_context_rttime_restart"),
-                monotonicMicroseconds: try function("pa_rtclock_now"),
-                streamNew: try function("pa_stream_new"),
-                streamSetStateCallback: try function("pa_stream_set_state_callback"),
-                streamSetWriteCallback: try function("pa_stream_set_write_callback"),
-                streamSetUnderflowCallback: try function("pa_stream_set_underflow_callback"),
-                streamSetStartedCallback: try function("pa_stream_set_started_callback"),
-                streamConnectPlayback: try function("pa_stream_connect_playback"),
-                streamState: try function("pa_stream_get_state"),
-                streamWritableSize: try function("pa_stream_writable_size"),
-                streamWrite: try function("pa_stream_write"),
-                streamCork: try function("pa_stream_cork"),
-                streamFlush: try function("pa_stream_flush"),
-                streamTrigger: try function("pa_stream_trigger"),
-                streamLatency: try function("pa_stream_get_latency"),
-                streamUpdateTimingInfo: try function("pa_stream_update_timing_info"),
-                streamBufferAttributes: try function("pa_stream_get_buffer_attr"),
-                streamIndex: try function("pa_stream_get_index"),
-                streamDeviceIndex: try function("pa_stream_get_device_index"),
-                streamDeviceName: try function("pa_stream_get_device_name"),
-                streamDisconnect: try function("pa_stream_disconnect"),
-                streamUnref: try function("pa_stream_unref"),
-                contextSetSubscribeCallback: try function("pa_context_set_subscribe_callback"),
-                contextSubscribe: try function("pa_context_subscribe"),
-                contextSinkInputInfo: try function("pa_context_get_sink_input_info"),
-                contextSinkInfoByName: try function("pa_context_get_sink_info_by_name"),
-                contextSetSinkInputVolume: try function("pa_context_set_sink_input_volume"),
-                contextSetSinkInputMute: try function("pa_context_set_sink_input_mute"),
-                contextMoveSinkInput: try function("pa_context_move_sink_input_by_index"),
-                operationUnref: try function("pa_operation_unref"),
-                errorText: try function("pa_strerror"))
-        }
-}
+// The native PulseAudio/PipeWire output (the `pulseaudio` and `pulseaudio:SINK` devices), on
+// libpulse's wrapper (PulseLibrary.swift) and a connection of its own (PulseConnection.swift).
 
 /// A playback stream on a PulseAudio (or PipeWire) server through libpulse, behaving as the
-/// engine expects of a PCM (see `PCMDevice`): created empty and below its start threshold, so
+/// engine expects of an output (see `AudioOutput`): created empty and below its start threshold, so
 /// nothing plays until `start()` triggers it (PipeWire's pulse server ignores the trigger and
 /// plays from the threshold: see `start()`; the engine writes only as it starts the stream, so
 /// nothing plays before it there either); `drop()` corks and flushes it (and the next `start()`
@@ -166,22 +39,23 @@ struct LibPulse: @unchecked Sendable {
 /// audio thread, but libpulse takes its lock and queues each write as a packet (an allocation),
 /// exactly as ALSA's pulse plugin does inside `snd_pcm_writei`; the spare is made on libpulse's
 /// thread. The engine's own no-allocation test runs on ALSA devices that do neither (`file`, `null`).
-final class PulseStream: @unchecked Sendable {
+final class PulseStream: AudioOutput, @unchecked Sendable {
     // @unchecked: the state below is written by libpulse's thread and by the audio thread, both
     // under the main loop's lock; the rest is set in init.
+    let name: String
     private(set) var configuration: PCMConfiguration
+    let capabilities: AudioOutputCapabilities = [.pause, .prepareDiscardsPlayback]
     /// Signalled when the server asks for data, the buffer ran dry or the stream failed.
     let events = WakeSignal()
     /// `events`' descriptor for the audio thread's poll, followed by one free slot for the
     /// caller's wake-up descriptor (as `ALSAPCM.pollDescriptors`).
     let pollDescriptors: UnsafeMutablePointer<pollfd>
     let pollDescriptorCount = 1
-    private let library: LibPulse
-    private let mainloop: LibPulse.Mainloop
-    private let context: LibPulse.Context
+    private let connection: PulseConnection
+    private var library: LibPulse { connection.library }
+    private var context: LibPulse.Context { connection.context }
     /// The stream that plays.
     private var stream: LibPulse.Stream?
-    private let deviceName: String
     private let bytesPerFrame: Int
     /// The format and the buffer of both streams (the playing one and the spare).
     private var sampleSpec: pa_sample_spec
@@ -224,13 +98,6 @@ final class PulseStream: @unchecked Sendable {
     /// only after that, a buffer later).
     private var startedSinceSwitch = false
 
-    /// The priority asked for libpulse's thread, which sends the frames to the server: the audio
-    /// thread's, so that load at normal priority cannot hold the frames back (60 s under
-    /// `stress-ng`: 42 xruns against 79 without it, one run each — on a VM whose host took 14% of
-    /// its time then, so not a clean measure).
-    private let realtimePriority: Int32?
-    private var askedForPriority = false
-
     /// When the playing stream's timing (what the server played, for `delayFrames()`) is asked
     /// for next: 10 ms after each start or resume, then at doubling intervals up to 1.5 s, as
     /// libpulse's automatic updates would, but never in the same breath as a start or a switch.
@@ -245,45 +112,19 @@ final class PulseStream: @unchecked Sendable {
     private static let firstTimingInterval: UInt64 = 10_000
     private static let longestTimingInterval: UInt64 = 1_500_000
 
-    /// Gives the connection to the server that a program began before the engine existed (a
-    /// main loop and a context, as `init` makes them, connecting or connected; its state
-    /// callback replaced here): the next stream takes it, once. See
-    /// `AudioEngine.adoptPulseAudioConnection`.
-    static let begunConnection = Mutex<(@Sendable () -> (mainloop: LibPulse.Mainloop, context: LibPulse.Context)?)?>(nil)
-
     /// `pulseaudio` (the server's default sink) or `pulseaudio:SINK`.
     static func isPulseAudioName(_ name: String) -> Bool {
         name == "pulseaudio" || name.hasPrefix("pulseaudio:")
     }
 
-    init(name: String, request: PCMRequest) throws(ALSAError) {
-        deviceName = name
-        realtimePriority = request.realtimePriority
+    init(name: String, request: PCMRequest) throws(PulseError) {
+        self.name = name
         let sink: String? = name.hasPrefix("pulseaudio:") ? String(name.dropFirst("pulseaudio:".count)) : nil
-        switch LibPulse.loaded {
-        case .success(let library): self.library = library
-        case .failure(let failure):
-            throw ALSAError(operation: "dlopen", code: -ENOSYS, device: name,
-                            hint: "\(failure.description): is libpulse installed (Debian: libpulse0)?")
-        }
         guard let format = request.sampleFormats.first else {
-            throw ALSAError(operation: "pa_stream_new", code: -EINVAL, device: name, hint: "no sample format asked for")
+            throw PulseError(operation: "pa_stream_new", code: Int32(PA_ERR_INVALID.rawValue), device: name,
+                             message: "no sample format asked for", hint: nil)
         }
-        let begun = PulseStream.begunConnection.withLock { take in defer { take = nil }; return take?() }
-        if let begun {
-            mainloop = begun.mainloop
-            context = begun.context
-        } else {
-            guard let mainloop = library.mainloopNew() else {
-                throw ALSAError(operation: "pa_threaded_mainloop_new", code: -ENOMEM, device: name, hint: nil)
-            }
-            self.mainloop = mainloop
-            guard let context = library.contextNew(library.mainloopAPI(mainloop), "OpenMusicKit") else {
-                library.mainloopFree(mainloop)
-                throw ALSAError(operation: "pa_context_new", code: -ENOMEM, device: name, hint: nil)
-            }
-            self.context = context
-        }
+        connection = try PulseConnection(deviceName: name, realtimePriority: request.realtimePriority)
         // Allocated once nothing before the deinitializer can fail.
         pollDescriptors = .allocate(capacity: 2)
         pollDescriptors.initialize(repeating: pollfd(), count: 2)
@@ -310,28 +151,8 @@ final class PulseStream: @unchecked Sendable {
                                           prebuf: UInt32(startBytes), minreq: UInt32(periodBytes),
                                           fragsize: UInt32.max)
         let me = Unmanaged.passUnretained(self).toOpaque()
-        library.mainloopLock(mainloop)
-        do throws(ALSAError) {
-            library.contextSetStateCallback(context, { _, userdata in
-                PulseStream.with(userdata) { me in
-                    me.raiseLoopThreadPriority()
-                    me.wakeWaiters()
-                }
-            }, me)
-            if begun == nil {
-                if library.contextConnect(context, nil, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-                    throw failure("pa_context_connect")
-                }
-                guard library.mainloopStart(mainloop) >= 0 else {
-                    throw ALSAError(operation: "pa_threaded_mainloop_start", code: -EAGAIN, device: name, hint: nil)
-                }
-            }
-            while true {
-                let state = library.contextState(context)
-                if state == PA_CONTEXT_READY { break }
-                if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw failure("pa_context_connect") }
-                library.mainloopWait(mainloop)
-            }
+        connection.lock()
+        do throws(PulseError) {
             // Not corked at first, as the plugin's is not: nothing is written before `start()`, and
             // a stream made corked and uncorked by its first start was heard a block of the sink
             // later (probably the uncork's rewind of the sink coming before the trigger made the
@@ -348,21 +169,21 @@ final class PulseStream: @unchecked Sendable {
                             } else if endOfList != 0, me.sinkLookup == .pending {
                                 me.sinkLookup = .missing
                             }
-                            me.wakeWaiters()
+                            me.connection.signal()
                         }
                     }, me)
                 })
             }
-            guard let stream = connectStream(sink: sink) else { throw failure("pa_stream_connect_playback") }
+            guard let stream = connectStream(sink: sink) else { throw connection.error("pa_stream_connect_playback") }
             self.stream = stream
             while true {
                 if sinkLookup == .missing {
-                    throw failure("pa_stream_connect_playback", code: Int32(PA_ERR_NOENTITY.rawValue))
+                    throw connection.error("pa_stream_connect_playback", code: Int32(PA_ERR_NOENTITY.rawValue))
                 }
                 let state = library.streamState(stream)
                 if state == PA_STREAM_READY && sinkLookup != .pending { break }
-                if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw failure("pa_stream_connect_playback") }
-                library.mainloopWait(mainloop)
+                if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw connection.error("pa_stream_connect_playback") }
+                connection.wait()
             }
             timingTimer = library.contextTimerNew(context, UInt64.max /* PA_USEC_INVALID: not armed */, { _, _, _, userdata in
                 PulseStream.with(userdata) { $0.timingTimerFired() }
@@ -371,31 +192,29 @@ final class PulseStream: @unchecked Sendable {
                 configuration.bufferSizeInFrames = Int(granted.tlength) / bytesPerFrame
                 configuration.periodSizeInFrames = max(1, Int(granted.minreq) / bytesPerFrame)
             }
-            library.mainloopUnlock(mainloop)
+            connection.unlock()
         } catch {
-            library.mainloopUnlock(mainloop)
-            shutDown()
+            connection.unlock()
+            close()
             throw error
         }
     }
 
     deinit {
-        shutDown()
+        close()
         pollDescriptors.deallocate()
     }
 
     /// Stops libpulse's thread (joining it: no callback runs after this) and closes the streams
-    /// and the connection; once. The owner calls it before it lets the stream go (`PCMDevice`'s
-    /// deinit): a callback running on libpulse's thread may hold a reference for a moment (a
-    /// debug build retains around calls), and were the owner's release not the last one, the
+    /// and the connection; once. The owner calls it before it lets the stream go (see
+    /// `AudioOutput`): a callback running on libpulse's thread may hold a reference for a moment
+    /// (a debug build retains around calls), and were the owner's release not the last one, the
     /// deinitializer would run there and stop the loop from its own thread (libpulse aborts:
     /// seen in a test's seek).
-    func shutDown() {
+    func close() {
         guard !isClosed else { return }
         isClosed = true
-        library.mainloopStop(mainloop)  // joins libpulse's thread: no callback runs after this
-        library.contextSetStateCallback(context, nil, nil)
-        library.contextSetSubscribeCallback(context, nil, nil)
+        connection.stopLoop()
         for case let stream? in [stream, spare] {
             library.streamSetStateCallback(stream, nil, nil)
             library.streamSetWriteCallback(stream, nil, nil)
@@ -406,24 +225,13 @@ final class PulseStream: @unchecked Sendable {
         }
         stream = nil
         spare = nil
-        library.contextDisconnect(context)
-        library.contextUnref(context)
-        library.mainloopFree(mainloop)
+        connection.close()
     }
 
     /// Runs a callback's `body` on the stream behind `userdata` without retaining it (the owner
-    /// keeps it alive until `shutDown()` has joined libpulse's thread).
+    /// keeps it alive until `close()` has joined libpulse's thread).
     fileprivate static func with(_ userdata: UnsafeMutableRawPointer?, _ body: (PulseStream) -> Void) {
         Unmanaged<PulseStream>.fromOpaque(userdata!)._withUnsafeGuaranteedRef(body)
-    }
-
-    private func wakeWaiters() { library.mainloopSignal(mainloop, 0) }
-
-    /// Once, on libpulse's thread (its first callback there): the audio thread's priority.
-    private func raiseLoopThreadPriority() {
-        guard !askedForPriority, let realtimePriority, library.mainloopInThread(mainloop) != 0 else { return }
-        askedForPriority = true
-        _ = EngineThread.requestRealtimePriority(realtimePriority)
     }
 
     /// A new playback stream on `sink` (the server's default when nil), with this stream's
@@ -433,7 +241,7 @@ final class PulseStream: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         library.streamSetStateCallback(stream, { stream, userdata in
             PulseStream.with(userdata) { me in
-                me.raiseLoopThreadPriority()  // a begun connection may have been ready already
+                me.connection.raiseLoopThreadPriority()  // a begun connection may have been ready already
                 me.streamStateChanged(stream)
             }
         }, me)
@@ -475,7 +283,7 @@ final class PulseStream: @unchecked Sendable {
         let state = library.streamState(changed)
         if changed == stream {
             hasFailed = state == PA_STREAM_FAILED
-            wakeWaiters()
+            connection.signal()
             if hasFailed { events.signal() }
         } else if changed == spare {
             if state == PA_STREAM_READY, spareState == .connecting {
@@ -542,29 +350,33 @@ final class PulseStream: @unchecked Sendable {
         }
     }
 
-    /// The context's last error (or `code`, a `pa_error_code`) as an `ALSAError` for `operation`
-    /// (called with the lock held).
-    private func failure(_ operation: String, code: Int32? = nil) -> ALSAError {
-        let code = code ?? library.contextErrno(context)
-        let text = library.errorText(code).map { String(cString: $0) } ?? "error \(code)"
-        var hint = text
-        if code == PA_ERR_CONNECTIONREFUSED.rawValue || code == PA_ERR_INVALIDSERVER.rawValue {
-            hint += ". Is PulseAudio or PipeWire running for this user (`pactl info`)? \(PCMDevice.pulseServerSetting)"
-        } else if code == PA_ERR_NOENTITY.rawValue {
-            hint += ". `pactl list short sinks` lists the sinks (--device pulseaudio:SINK)"
+    /// The error for `operation`, which failed on the audio thread with `code`: the context's
+    /// own error when the stream failed with it (the server went away), else libpulse's I/O error.
+    func failure(_ operation: DeviceOperation, code: Int32) -> AudioOutputError {
+        let function = switch operation {
+        case .write: "pa_stream_write"
+        case .start: "pa_stream_trigger"
+        case .prepare, .drop: "pa_stream_flush"
+        case .recover: "pa_stream_get_state"  // recovering fails only when the stream has failed
+        case .pause: "pa_stream_cork"
+        case .poll: "poll"
         }
-        return ALSAError(operation: operation, code: -Self.errno(forPulseError: code), device: deviceName, hint: hint)
+        guard !isClosed else { return .pulse(library.error(function, code: Int32(PA_ERR_IO.rawValue), device: name)) }
+        connection.lock()
+        defer { connection.unlock() }
+        let contextCode = library.contextErrno(context)
+        return .pulse(connection.error(function, code: contextCode != 0 ? contextCode : Int32(PA_ERR_IO.rawValue)))
     }
 
-    private static func errno(forPulseError code: Int32) -> Int32 {
-        switch pa_error_code(rawValue: UInt32(code)) {
-        case PA_ERR_CONNECTIONREFUSED: ECONNREFUSED
-        case PA_ERR_NOENTITY: ENOENT
-        case PA_ERR_TIMEOUT: ETIMEDOUT
-        case PA_ERR_ACCESS, PA_ERR_AUTHKEY: EACCES
-        case PA_ERR_INVALID, PA_ERR_NOTSUPPORTED: EINVAL
-        case PA_ERR_CONNECTIONTERMINATED, PA_ERR_KILLED: ECONNRESET
-        default: EIO
+    /// After -EPIPE (the server's buffer ran dry): what was written since stays queued (the
+    /// server plays it once `start()` triggers the stream again), nothing is flushed. Any other
+    /// error is not recoverable here.
+    func recover(from error: Int32) -> Int32 {
+        guard error == -EPIPE else { return error }
+        return locked { _ in
+            if hasFailed { return -EIO }
+            ranDry = false
+            return 0
         }
     }
 
@@ -572,8 +384,8 @@ final class PulseStream: @unchecked Sendable {
 
     @inline(__always)
     private func locked<T>(_ body: (LibPulse.Stream) -> T) -> T {
-        library.mainloopLock(mainloop)
-        defer { library.mainloopUnlock(mainloop) }
+        connection.lock()
+        defer { connection.unlock() }
         return body(stream!)
     }
 
@@ -599,8 +411,8 @@ final class PulseStream: @unchecked Sendable {
 
     /// Writes up to `frameCount` frames (what the server has room for); -EAGAIN when none fit.
     func write(_ bytes: UnsafeRawPointer, frameCount: Int) -> Int {
-        library.mainloopLock(mainloop)
-        defer { library.mainloopUnlock(mainloop) }
+        connection.lock()
+        defer { connection.unlock() }
         if hasFailed { return -Int(EIO) }
         if ranDry && replacement == .none { return -Int(EPIPE) }
         if replacement == .toSpare { switchToSpare() }
@@ -734,16 +546,6 @@ final class PulseStream: @unchecked Sendable {
         ranDry = false
     }
 
-    /// After the server's buffer ran dry: what was written since stays queued (the server plays
-    /// it once `start()` triggers the stream again), nothing is flushed.
-    func recoverFromUnderflow() -> Int32 {
-        locked { _ in
-            if hasFailed { return -EIO }
-            ranDry = false
-            return 0
-        }
-    }
-
     func pause(_ enable: Bool) -> Int32 {
         locked { stream in
             if hasFailed { return -EIO }
@@ -791,15 +593,5 @@ final class PulseStream: @unchecked Sendable {
 
     private func release(_ operation: LibPulse.Operation?) {
         if let operation { library.operationUnref(operation) }
-    }
-}
-
-extension PCMSampleFormat {
-    var pulseFormat: pa_sample_format_t {
-        switch self {
-        case .int16: PA_SAMPLE_S16LE
-        case .int32: PA_SAMPLE_S32LE
-        case .float32: PA_SAMPLE_FLOAT32LE
-        }
     }
 }
