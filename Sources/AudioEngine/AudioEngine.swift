@@ -215,15 +215,16 @@ public final class AudioEngine: Sendable {
         control.withLock { state in
             guard let session = state.session else { return }
             let serial = (state.pendingSeek?.serial ?? 0) + 1
-            state.pendingSeek = (serial, max(0, frame))
-            session.send(.seek(frame: max(0, frame), serial: serial))
+            let frame = min(max(0, frame), Double.largestClampedInt)
+            state.pendingSeek = (serial, frame)
+            session.send(.seek(frame: frame, serial: serial))
         }
     }
 
     /// Moves within the entry being heard to `seconds`.
     public func seek(toSeconds seconds: Double) {
         let rate = control.withLock { $0.session?.device.configuration.sampleRate } ?? 0
-        seek(toFrame: Int((max(0, seconds) * Double(rate)).rounded()))
+        seek(toFrame: seconds.frames(at: rate))
     }
 
     private func sendIfOpen(_ command: AudioCommand, status next: (AudioEngineStatus) -> AudioEngineStatus) {
@@ -426,7 +427,7 @@ final class EngineSession: @unchecked Sendable {
         // the first write. Not otherwise: a download's first chunk would then wait for its bytes
         // before the device opens, instead of beside it.
         /// The entry frame `startSeconds` is at, at `rate`.
-        func startFrame(atRate rate: Int) -> Int { max(0, Int((startSeconds * Double(rate)).rounded())) }
+        func startFrame(atRate rate: Int) -> Int { startSeconds.frames(at: rate) }
         let early = WarmDevice.isPending ? try Self.decoderWithFirstChunk(
             entry: firstEntry, opened: firstFile, streamRate: request.sampleRate,
             entryFrame: startFrame(atRate: request.sampleRate), configuration: configuration) : nil

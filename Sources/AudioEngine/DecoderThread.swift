@@ -128,7 +128,7 @@ struct DecoderLoop: ~Copyable {
         while true {
             let flags = control.take()
             if flags.stop { break }
-            crossfadeFrames = Int((flags.crossfadeSeconds * Double(streamRate)).rounded())
+            crossfadeFrames = flags.crossfadeSeconds.frames(at: streamRate)
             if flags.queueChanged {
                 _ = retractPreroll()
                 nothingToPreroll = false

@@ -400,3 +400,21 @@ final class PrerollSlot: @unchecked Sendable {
 
     deinit { samples.deallocate() }
 }
+
+extension Double {
+    /// The largest magnitude `clampedInt` gives: 2^53, exact in a Double, and at 384 kHz
+    /// ~740 years of frames, far past any time or frame count the engine meets.
+    package static let largestClampedInt = 1 << 53
+
+    /// This value rounded by `rule` to an Int, without the trap of `Int(_:)`: NaN gives 0, and
+    /// values beyond ±2^53 (infinities too) give ±2^53. Every conversion of a time or a frame
+    /// count that a person, a client or a file gave goes through here.
+    package func clampedInt(_ rule: FloatingPointRoundingRule = .toNearestOrAwayFromZero) -> Int {
+        guard !isNaN else { return 0 }
+        let limit = Double(Double.largestClampedInt)
+        return Int(Swift.min(Swift.max(rounded(rule), -limit), limit))
+    }
+
+    /// Frames that `self` seconds last at `rate`, rounded, at least 0 (NaN: 0); never traps.
+    package func frames(at rate: Int) -> Int { Swift.max(0, (self * Double(rate)).clampedInt()) }
+}

@@ -52,9 +52,9 @@ public final class EntryDecoder {
         self.streamChannels = streamChannels
         self.chunkFrames = chunkFrames
         let fileRate = decoder.info.sampleRate
-        firstFileFrame = min(decoder.info.frameCount, Int(((entry.startTime ?? 0) * Double(fileRate)).rounded()))
+        firstFileFrame = min(decoder.info.frameCount, (entry.startTime ?? 0).frames(at: fileRate))
         // Without an end time, read to what the header declares, so a cut-off file is reported.
-        endFileFrame = entry.endTime.map { min(decoder.info.frameCount, Int(($0 * Double(fileRate)).rounded())) }
+        endFileFrame = entry.endTime.map { min(decoder.info.frameCount, $0.frames(at: fileRate)) }
             ?? decoder.declaredFrameCount
         if fileRate != streamRate {
             do {
@@ -120,11 +120,14 @@ public final class EntryDecoder {
         return UnsafeBufferPointer(start: output, count: producedFrames * streamChannels)
     }
 
-    /// Moves to `frame` of the entry (stream rate), dropping the carry.
+    /// Moves to `frame` of the entry (stream rate), dropping the carry; a frame past the
+    /// entry's end moves to its end (the entry then finishes).
     public func seek(toEntryFrame frame: Int) throws(DecoderError) {
         let fileRate = decoder.info.sampleRate
-        let fileFrame = firstFileFrame + Int((Double(frame) * Double(fileRate) / Double(streamRate)).rounded())
-        try decoder.seek(toFrame: min(fileFrame, endFileFrame))
+        let fileFrame = firstFileFrame + (Double(max(0, frame)) * Double(fileRate) / Double(streamRate)).clampedInt()
+        let target = min(fileFrame, endFileFrame)
+        try decoder.seek(toFrame: target)
+        let frame = fileFrame > target ? (Double(target - firstFileFrame) * Double(streamRate) / Double(fileRate)).clampedInt() : max(0, frame)
         carry.removeAll()
         deferredError = nil
         inputDone = false

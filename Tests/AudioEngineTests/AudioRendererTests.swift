@@ -226,6 +226,32 @@ final class AudioRendererTests: XCTestCase {
                     "up to the seek, then from the frame asked for")
     }
 
+    /// A time past the entry's end — huge, or infinite — moves to its end, and the next entry
+    /// is heard from its first frame; NaN is the entry's start (issue #42: these trapped).
+    func testASeekPastTheEndOrToNoTimeAtAllNeverTraps() throws {
+        let rig = try rig([2, 2, 2])
+        try rig.engine.play()
+        rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+        play(rig, frames: rate / 2)
+        for (index, seconds) in [Double.infinity, 1e300].enumerated() {
+            let operationsBefore = rig.output.operationLog.count
+            rig.engine.seek(toSeconds: seconds)
+            rig.output.wait("the restart after seeking to \(seconds)") { $0.operationCount > operationsBefore && $0.phase == .running }
+            rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+            play(rig, frames: rate / 2)
+            XCTAssertEqual(rig.engine.position.token?.rawValue, UInt64(index + 2), "seeking to \(seconds) ended the entry")
+        }
+        let operationsBefore = rig.output.operationLog.count
+        rig.engine.seek(toSeconds: .nan)
+        rig.output.wait("the restart after seeking to NaN") { $0.operationCount > operationsBefore && $0.phase == .running }
+        rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+        play(rig, frames: rate / 4)
+        let heard = rig.output.heard
+        assertHeard(heard, equals: frames(rig.signals[0], 0 ..< rate / 2) + frames(rig.signals[1], 0 ..< rate / 2)
+                        + frames(rig.signals[2], 0 ..< rate / 2) + frames(rig.signals[2], 0 ..< rate / 4),
+                    "each entry from its first frame, then the third again from its start")
+    }
+
     // MARK: - Pause
 
     /// Paused, the clock moves and nothing is heard; resumed, the entry goes on from the frame

@@ -3,6 +3,20 @@ import XCTest
 
 /// What the engine asks the device for (`AudioEngineConfiguration.pcmRequest`).
 final class EngineConfigurationTests: XCTestCase {
+    /// Times and frame counts from people, clients and files become Ints without trapping.
+    func testTimesBecomeFramesWithoutTrappingOnAnyDouble() {
+        XCTAssertEqual(Double.nan.clampedInt(), 0)
+        XCTAssertEqual(Double.infinity.clampedInt(), Double.largestClampedInt)
+        XCTAssertEqual((-Double.infinity).clampedInt(), -Double.largestClampedInt)
+        XCTAssertEqual(1e300.clampedInt(), Double.largestClampedInt)
+        XCTAssertEqual(2.5.clampedInt(), 3)
+        XCTAssertEqual(2.9.clampedInt(.towardZero), 2)
+        XCTAssertEqual(1.5.frames(at: 44_100), 66_150)
+        XCTAssertEqual((-3.0).frames(at: 44_100), 0)
+        XCTAssertEqual(Double.nan.frames(at: 44_100), 0)
+        XCTAssertEqual(1e15.frames(at: 384_000), Double.largestClampedInt)
+    }
+
     /// The device's period (the refill, when the audio thread wakes) is the power of two frames
     /// nearest to its duration: PipeWire runs its whole graph at the largest power-of-two quantum
     /// within a stream's period (221 frames made it run at 128: Benchmarks/RESULTS.md, "PipeWire's
