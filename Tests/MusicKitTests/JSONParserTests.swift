@@ -36,6 +36,23 @@ final class JSONParserTests: XCTestCase {
         XCTAssertThrowsError(try JSONValue.parse(String(repeating: "[", count: 1_000)), "depth is limited")
     }
 
+    /// A lone surrogate (a remote server, a client, a document may send one) is U+FFFD, and
+    /// the escape after it is read on its own: it crashed the daemon (issue #42).
+    func testALoneSurrogateIsAReplacementCharacterNotACrash() throws {
+        XCTAssertEqual(try JSONValue.parse(#""\ud800\u0041""#).string, "\u{FFFD}A")
+        XCTAssertEqual(try JSONValue.parse(#""\udc00x""#).string, "\u{FFFD}x")
+        XCTAssertEqual(try JSONValue.parse(#""a\ud83c""#).string, "a\u{FFFD}")
+        XCTAssertEqual(try JSONValue.parse(#""\ud83c\ud83c\udfb5""#).string, "\u{FFFD}🎵")
+    }
+
+    /// JSON has no NaN or infinity: such a number is written as null, so a reply or the state
+    /// file always parses again (`"time": inf` made every client fail, issue #42).
+    func testNonFiniteNumbersAreWrittenAsNull() throws {
+        let value = JSONValue.object(["time": .number(.infinity), "rate": .number(-.infinity), "x": .number(.nan), "y": .number(1.5)])
+        XCTAssertEqual(value.serialized, #"{"rate":null,"time":null,"x":null,"y":1.5}"#)
+        XCTAssertEqual(try JSONValue.parse(value.serialized)["y"]?.number, 1.5)
+    }
+
     func testSerializedTextParsesBack() throws {
         let value = JSONValue.object(["s": .string("tab\tquote\"é"), "a": .array([.number(1), .number(0.5), .null]), "t": .bool(true)])
         XCTAssertEqual(try JSONValue.parse(value.serialized), value)

@@ -162,10 +162,16 @@ private struct JSONParser {
                 var code = try hex4()
                 if (0xD800...0xDBFF).contains(code), index + 2 < bytes.count, bytes[index + 1] == UInt8(ascii: "\\"),
                    bytes[index + 2] == UInt8(ascii: "u") {
+                    let highEnd = index
                     index += 2
                     let low = try hex4()
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    if (0xDC00...0xDFFF).contains(low) {
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else {
+                        index = highEnd  // a lone high surrogate (U+FFFD); the next escape is read on its own
+                    }
                 }
+                // A lone surrogate is no scalar: U+FFFD, as a UTF-8 decoder replaces what is not.
                 scalars.append(contentsOf: Array(String(UnicodeScalar(code) ?? "\u{FFFD}").utf8))
             default: throw error("unknown escape in a string")
             }

@@ -35,6 +35,9 @@ enum JSONValue: Codable, Hashable, Sendable {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .number(let value):
+            // JSON has no NaN or infinity: such a number is written as null, so that what is
+            // written always parses (a reply, the state file).
+            if !value.isFinite { try container.encodeNil(); return }
             if value.rounded() == value && abs(value) < 9e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
@@ -63,6 +66,9 @@ enum JSONValue: Codable, Hashable, Sendable {
         case .null: output += "null"
         case .bool(let value): output += value ? "true" : "false"
         case .number(let value):
+            // JSON has no NaN or infinity: such a number is written as null, so that what is
+            // written always parses (a reply, the state file).
+            if !value.isFinite { output += "null"; return }
             if value.rounded() == value && abs(value) < 9e15 { output += String(Int64(value)) } else { output += "\(value)" }
         case .string(let value): JSONValue.writeString(value, into: &output)
         case .array(let values):
