@@ -131,11 +131,6 @@ enum SystemCommand {
     static func describe(_ entry: MusicPlayer.Queue.Entry) -> String {
         entry.subtitle.map { "\(entry.title) — \($0)" } ?? entry.title
     }
-
-    static func formatTime(_ seconds: TimeInterval) -> String {
-        let whole = Int(seconds.rounded(.down))
-        return "\(whole / 60):" + (whole % 60 < 10 ? "0" : "") + "\(whole % 60)"
-    }
 }
 
 /// `musickit daemon start|stop|status|logs`.

@@ -153,10 +153,3 @@ final class SignalHandlers: @unchecked Sendable {
     }
 }
 
-/// "3:07", "1:02:03".
-func formatTime(_ seconds: Double) -> String {
-    guard seconds.isFinite, seconds >= 0 else { return "--:--" }
-    let total = Int(seconds)
-    if total >= 3_600 { return String(format: "%d:%02d:%02d", total / 3_600, total / 60 % 60, total % 60) }
-    return String(format: "%d:%02d", total / 60, total % 60)
-}

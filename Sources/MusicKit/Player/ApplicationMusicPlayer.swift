@@ -542,7 +542,10 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     /// Seconds into the current entry, as heard. Setting it seeks (before `play()`, playback
-    /// starts there).
+    /// starts there). Checked here, the one place every client's time comes through (the
+    /// CLI, the wire, MPD, MPRIS, the saved state): below 0 is 0; past the entry's end (or
+    /// infinite) is its end, so the entry finishes, as an `AVPlayer` seek past the end does;
+    /// NaN, or infinite when the end is unknown, is ignored.
     public override var playbackTime: TimeInterval {
         get {
             let position = engine.position
@@ -558,7 +561,10 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             return control.withLock { $0.pendingStartTime ?? (ended ? nil : $0.streamStartTime) } ?? 0
         }
         set {
-            let seconds = max(0, newValue)
+            guard !newValue.isNaN else { return }
+            var seconds = max(0, newValue)
+            if let end = heardEntry.entry.flatMap({ $0.endTime ?? $0.itemDuration }) { seconds = min(seconds, end) }
+            guard seconds.isFinite else { return }
             if isStreamOpen {
                 let offset = heardEntry.entry?.startTime ?? 0
                 engine.seek(toSeconds: max(0, seconds - offset))

@@ -110,7 +110,8 @@ public class MusicPlayer: @unchecked Sendable {
         /// times real time (negative: backward) until the rate is set to 1 or 0.
         public var playbackRate: Float {
             get { read(\.playbackRate) { _playbackRate } }
-            set { onRateChange?(newValue) }
+            // A rate that is not a number is ignored; scanning is at most 64 times real time.
+            set { if !newValue.isNaN { onRateChange?(min(max(newValue, -64), 64)) } }
         }
 
         func setPlaybackRate(_ rate: Float) {

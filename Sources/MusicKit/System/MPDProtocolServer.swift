@@ -265,7 +265,9 @@ final class MPDProtocolServer: @unchecked Sendable {
             return value
         }
         func number(_ index: Int) throws -> Double {
-            guard index < args.count, let value = Double(args[index].trimmingCharacters(in: CharacterSet(charactersIn: "+"))) else {
+            // Finite only: "inf", "nan" and "1e999" are no time.
+            guard index < args.count, let value = Double(args[index].trimmingCharacters(in: CharacterSet(charactersIn: "+"))),
+                  value.isFinite else {
                 throw Failure(code: Failure.argument, command: command, message: "Number expected")
             }
             return value
@@ -430,7 +432,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             let elapsed = player.playbackTime
             lines.append("elapsed: \(String(format: "%.3f", elapsed))")
             if let duration = entry.itemDuration {
-                lines.append("time: \(Int(elapsed)):\(Int(duration.rounded()))")
+                lines.append("time: \(elapsed.clampedInt(.towardZero)):\(duration.clampedInt())")
                 lines.append("duration: \(String(format: "%.3f", duration))")
             }
             if all.indices.contains(index + 1) {
@@ -462,7 +464,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         if let genre = resource.strings("genreNames")?.first { lines.append("Genre: \(genre)") }
         if let track = resource.int("trackNumber") { lines.append("Track: \(track)") }
         if let duration = resource.duration() {
-            lines.append("Time: \(Int(duration.rounded()))")
+            lines.append("Time: \(duration.clampedInt())")
             lines.append("duration: \(String(format: "%.3f", duration))")
         }
         return lines.map { Self.oneLine($0) + "\n" }.joined()

@@ -165,7 +165,7 @@ final class MPRISServer: @unchecked Sendable {
 
     private static func trackID(_ entry: MusicPlayer.Queue.Entry) -> String { "/org/musickit/track/\(entry.serial)" }
 
-    private static func microseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1_000_000).rounded()) }
+    private static func microseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1_000_000).clampedInt()) }
 
     private static func status(_ status: MusicPlayer.PlaybackStatus) -> String {
         switch status {

@@ -105,7 +105,12 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             let mirror = mirror.withLock { $0 }
             return max(0, mirror.time + (Date().timeIntervalSince1970 - mirror.at) * mirror.rate)
         }
-        set { send("seek", ["time": .number(max(0, newValue))]) }
+        // The daemon's player clamps it to the entry; JSON has no infinity, so the largest
+        // finite time stands for one. NaN is no time at all.
+        set {
+            guard !newValue.isNaN else { return }
+            send("seek", ["time": .number(min(max(0, newValue), .greatestFiniteMagnitude))])
+        }
     }
 
     // MARK: - The daemon (the CLI's `musickit daemon`, tests)

@@ -437,7 +437,7 @@ private final class PickerSession: @unchecked Sendable {
         switch item {
         case .song(let song):
             text = "\(song.title) — \(song.artistName)" + (song.albumTitle.map { " · \($0)" } ?? "")
-                + (song.duration.map { "  " + Self.time($0) } ?? "")
+                + (song.duration.map { "  " + formatTime($0) } ?? "")
         case .album(let album):
             text = "\(album.title) — \(album.artistName) · \(album.trackCount) tracks  ›"
         case .playlist(let playlist):
@@ -455,11 +455,6 @@ private final class PickerSession: @unchecked Sendable {
         let made = artwork.terminalImage(columns: 2, rows: 1)?.first ?? "  "
         thumbnails.withLock { $0[artwork] = made }
         return made
-    }
-
-    private static func time(_ seconds: TimeInterval) -> String {
-        let whole = Int(seconds)
-        return "\(whole / 60):" + (whole % 60 < 10 ? "0" : "") + "\(whole % 60)"
     }
 }
 

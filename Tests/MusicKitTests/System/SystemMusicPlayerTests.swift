@@ -353,6 +353,45 @@ final class SystemPlayerMPDTests: XCTestCase {
     }
 
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
+    /// Times no song has (issue #42: each crashed the daemon): a time that is not a finite
+    /// number is refused with MPD's "Number expected"; a finite one past the song's end moves
+    /// to its end, so the next song plays; the daemon answers `status` all along.
+    func testTimesThatAreNotFiniteAreRefusedAndHugeOnesEndTheSong() throws {
+        let songs = try GeneratedSongs.tones([440, 550], frames: 176_400, into: directory).songs
+        for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
+        XCTAssertEqual(try mpc("play").code, 0)
+        let socket = try SystemPlayerWire.connect(to: SystemPlayerServer.mpdSocketURL(environment).path)
+        defer { close(socket) }
+        func exchange(_ text: String, until done: (String) -> Bool = { $0.hasSuffix("OK\n") || $0.contains("ACK [") }) -> String {
+            _ = text.withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            var reply = ""
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while !done(reply) {
+                let count = recv(socket, &buffer, buffer.count, 0)
+                guard count > 0 else { break }
+                reply += String(decoding: buffer[0..<count], as: UTF8.self)
+            }
+            return reply
+        }
+        XCTAssertTrue(exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        for time in ["inf", "-inf", "nan", "1e999"] {
+            XCTAssertEqual(exchange("seekcur \(time)\n"), "ACK [2@0] {seekcur} Number expected\n", time)
+            XCTAssertEqual(exchange("seek 0 \(time)\n"), "ACK [2@0] {seek} Number expected\n", time)
+        }
+        XCTAssertEqual(exchange("seekcur 1e15\n"), "OK\n")
+        let deadline = Date(timeIntervalSinceNow: 5)
+        var status = ""
+        repeat {
+            status = exchange("status\n")
+        } while !status.contains("song: 1\n") && Date() < deadline
+        XCTAssertTrue(status.contains("song: 1\n"), "past the end of the first song, the second plays: \(status)")
+        XCTAssertTrue(status.contains("elapsed: "), status)
+        XCTAssertFalse(status.contains("inf") || status.contains("nan"), status)
+        XCTAssertEqual(exchange("seekcur 1e300\n"), "OK\n")
+        XCTAssertTrue(exchange("status\n").hasSuffix("OK\n"), "the daemon still answers")
+        XCTAssertEqual(try mpc("status").code, 0, "and so does every other client")
+    }
+
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let socket = try SystemPlayerWire.connect(to: SystemPlayerServer.mpdSocketURL(environment).path)
         defer { close(socket) }
