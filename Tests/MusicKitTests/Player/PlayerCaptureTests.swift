@@ -19,9 +19,22 @@ final class PlayerCaptureTests: XCTestCase {
         capture = directory.appendingPathComponent("capture.raw")
     }
 
-    private func makePlayer() -> ApplicationMusicPlayer { makeCapturePlayer(capture, for: self) }
+    private var players: [ApplicationMusicPlayer] = []
 
-    private func captured() throws -> [Int16] { trimmingTrailingSilence(try readCapture(capture)) }
+    private func makePlayer() -> ApplicationMusicPlayer {
+        let player = makeCapturePlayer(capture, for: self)
+        players.append(player)
+        return player
+    }
+
+    /// What the device received, once the players stopped: ALSA's `file` plugin holds up to a
+    /// buffer before it writes it out (the silence the engine writes past the queue's end
+    /// pushes the end out, but the end is announced as it is written, and the rest of that
+    /// silence may come a turn of the audio thread later); closing the device writes it all.
+    private func captured() throws -> [Int16] {
+        for player in players { player.stop() }
+        return trimmingTrailingSilence(try readCapture(capture))
+    }
 
     func testLibrarySongsPlayOneAfterTheOtherWithoutAGapBitExact() async throws {
         let signal = TestSignal.sweep(frames: 70_000)
