@@ -1,3 +1,4 @@
+import AudioEngine
 import Foundation
 
 /// A request to any Apple Music API endpoint, with the developer token (and, for `/v1/me`
@@ -79,7 +80,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
                 throw Error(response: response)
             }
             attempt += 1
-            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+            try await Task.sleep(nanoseconds: UInt64(min(max(delay, 0), policy.longestWait) * 1_000_000_000))
         }
     }
 
@@ -121,7 +122,8 @@ extension MusicDataRequest {
         /// `Retry-After` as seconds from now: a number of seconds or an HTTP date.
         static func seconds(retryAfter value: String, now: Date = Date()) -> TimeInterval? {
             let text = value.trimmingCharacters(in: .whitespaces)
-            if let seconds = Int(text) { return TimeInterval(max(seconds, 0)) }
+            // Digits only (RFC 9110); a number too large for an Int is a wait longer than any.
+            if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) { return Int(text).map { TimeInterval($0) } ?? .infinity }
             return HTTPClient.date(text).map { max($0.timeIntervalSince(now), 0) }
         }
     }
@@ -194,7 +196,7 @@ extension MusicDataRequest {
                 return "the developer token was rejected: \(stated); the key may not be enabled for MusicKit (developer.apple.com, Keys)"
             case 429:
                 let wait = originalResponse.urlResponse.value(forHTTPHeaderField: "Retry-After")
-                    .flatMap { RetryPolicy.seconds(retryAfter: $0) }.map { "; try again in \(Int($0.rounded(.up))) s" } ?? ""
+                    .flatMap { RetryPolicy.seconds(retryAfter: $0) }.map { $0.isFinite ? "; try again in \($0.clampedInt(.up)) s" : "; try again much later" } ?? ""
                 return "the Apple Music API is limiting requests: \(stated)\(wait)"
             default:
                 return stated

@@ -181,6 +181,24 @@ final class MusicDataRequestTests: XCTestCase {
         XCTAssertEqual(hour.requests.count, 1, "an hour is not waited for")
     }
 
+    /// A `Retry-After` no clock can reach is a wait longer than any, not a crash (issue #42:
+    /// `Retry-After: 9223372036854775807` crashed the CLI).
+    func testAnEndlessRetryAfterIsThrownAtOnceAndSaidPlainly() async throws {
+        for value in ["9223372036854775807", "99999999999999999999999"] {
+            let server = try serveInTurn([LocalHTTPServer.Answer(status: 429, headers: ["Retry-After": value])])
+            defer { server.stop() }
+            do {
+                _ = try await MusicDataRequest(urlRequest: URLRequest(url: server.baseURL.appendingPathComponent("v1/x"))).response()
+                XCTFail("a 429 must throw")
+            } catch let error as MusicDataRequest.Error {
+                let text = try XCTUnwrap(error.errorDescription)
+                XCTAssertTrue(text.contains("limiting requests") && text.contains("try again"), text)
+            }
+            XCTAssertEqual(server.requests.count, 1, "\(value): not waited for")
+        }
+        XCTAssertNil(MusicDataRequest.RetryPolicy.seconds(retryAfter: "-5"), "not digits, not a date")
+    }
+
     func testRejectedTokensAreExplainedWithoutShowingThem() async throws {
         let rejected = try serve { request in
             LocalHTTPServer.Answer(status: request.target.hasPrefix("/v1/me") ? 403 : 401, body: Data())
