@@ -62,9 +62,28 @@ enum HTTPClient {
                 return (data, response)
             }
             if response.statusCode == 303 { request.httpMethod = "GET"; request.httpBody = nil }
+            if !Self.isSameOrigin(base, next) {
+                // Credentials are for the origin they were made for: never sent to another
+                // host, port or scheme (https → http would send them in clear text).
+                for field in Self.credentialFields { request.setValue(nil, forHTTPHeaderField: field) }
+            }
             request.url = next
         }
         throw URLError(.httpTooManyRedirects, userInfo: [NSLocalizedDescriptionKey: "more than 5 redirects from \(request.url?.absoluteString ?? "")"])
+    }
+
+    /// The header fields that carry credentials: the developer token, the user's token, cookies.
+    static let credentialFields = ["Authorization", "Music-User-Token", "Cookie", "Proxy-Authorization"]
+
+    /// Whether `a` and `b` have one origin: scheme, host and port (the scheme's default when
+    /// absent), compared as RFC 6454 does.
+    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
+        func origin(_ url: URL) -> (String, String, Int)? {
+            guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+            return (scheme, host, url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1))
+        }
+        guard let first = origin(a), let second = origin(b) else { return false }
+        return first == second
     }
 
     private static func sendOnce(_ request: URLRequest, _ sink: BodySink?) throws -> (Data, HTTPURLResponse) {

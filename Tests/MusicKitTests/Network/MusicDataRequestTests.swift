@@ -55,6 +55,36 @@ final class MusicDataRequestTests: XCTestCase {
         XCTAssertFalse(response.description.contains("developer-token"), "no token in what is printed")
     }
 
+    /// The tokens go only to the origin they were made for: a redirect to another host, port
+    /// or scheme (an API that sends the client elsewhere, https → http) loses them; one within
+    /// the origin keeps them (issue #42: every header followed every redirect).
+    func testARedirectToAnotherOriginDoesNotCarryTheTokens() async throws {
+        let elsewhere = try LocalHTTPServer(respond: { _ in LocalHTTPServer.Answer(body: Data(#"{"data":[]}"#.utf8)) })
+        defer { elsewhere.stop() }
+        let server = try serve { request in
+            if request.target.hasPrefix("/v1/me/away") {
+                return LocalHTTPServer.Answer(status: 302, headers: ["Location": elsewhere.baseURL.appendingPathComponent("v1/x").absoluteString])
+            }
+            if request.target.hasPrefix("/v1/me/here") {
+                return LocalHTTPServer.Answer(status: 307, headers: ["Location": "/v1/me/there"])
+            }
+            return LocalHTTPServer.Answer(body: Data(#"{"data":[]}"#.utf8))
+        }
+        _ = try await MusicDataRequest(urlRequest: URLRequest(url: server.baseURL.appendingPathComponent("v1/me/away"))).response()
+        let redirected = try XCTUnwrap(elsewhere.requests.first, "the redirect was followed")
+        XCTAssertNil(redirected.header("Authorization"), "no developer token to another origin")
+        XCTAssertNil(redirected.header("Music-User-Token"), "no user token to another origin")
+        XCTAssertEqual(server.requests.first?.header("Music-User-Token"), "user-token-for-tests", "the first request had it")
+
+        _ = try await MusicDataRequest(urlRequest: URLRequest(url: server.baseURL.appendingPathComponent("v1/me/here"))).response()
+        let within = try XCTUnwrap(server.requests.last)
+        XCTAssertEqual(within.target, "/v1/me/there")
+        XCTAssertEqual(within.header("Authorization"), "Bearer developer-token-for-tests", "within the origin, kept")
+
+        XCTAssertFalse(HTTPClient.isSameOrigin(URL(string: "https://api.music.apple.com/v1")!, URL(string: "http://api.music.apple.com/v1")!))
+        XCTAssertTrue(HTTPClient.isSameOrigin(URL(string: "https://API.music.apple.com:443/a")!, URL(string: "https://api.music.apple.com/b")!))
+    }
+
     func testPersonalEndpointsCarryTheUserTokenAndQueriesArriveEncoded() async throws {
         let server = try serve { _ in LocalHTTPServer.Answer(body: Data(#"{"data":[]}"#.utf8)) }
         var components = URLComponents(url: server.baseURL.appendingPathComponent("v1/me/library/songs"), resolvingAgainstBaseURL: false)!
