@@ -395,7 +395,11 @@ final class EngineSession: @unchecked Sendable {
         var firstEntry: AudioEntry?
         var firstFile: AudioFileDecoder?
         var cursor: AudioEntry.Token?
-        while let entry = provider.entry(after: cursor) {
+        // A source that failed comes round again only when the queue repeats with nothing
+        // playable: that is the end (repeat over unplayable files spun here, under the
+        // engine's lock, for good: issue #42).
+        var triedSources = Set<AudioEntry.Source>()
+        while let entry = provider.entry(after: cursor), triedSources.insert(entry.source).inserted {
             cursor = entry.token
             do {
                 firstFile = try AudioFileDecoder.open(entry)

@@ -322,11 +322,74 @@ final class AudioRendererTests: XCTestCase {
         XCTAssertTrue(rig.output.heard.dropFirst(end * 2).allSatisfy { $0 == 0 }, "silence after it")
     }
 
+    // MARK: - Repeat over nothing playable
+
+    /// A queue that repeats (each pass new tokens, as the player's provider issues them) over
+    /// files that cannot be played: `play()` says so at once, and a queue whose files went away
+    /// while it played ends after them, instead of trying them round and round (issue #42: the
+    /// daemon spun at 100 % under the engine's lock and answered no one).
+    func testARepeatingQueueWithNothingPlayableEndsInsteadOfGoingRound() throws {
+        let rig = try rig([1])
+        let playable = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .first { $0.hasSuffix(".flac") }).map { directory.appendingPathComponent($0).path }
+        let missing = directory.appendingPathComponent("gone.flac").path
+
+        let nothing = RepeatingQueue(paths: [missing, "/etc/passwd"])
+        rig.engine.setQueue(nothing)
+        XCTAssertThrowsError(try rig.engine.play(), "nothing playable, said once") { error in
+            guard case .nothingPlayable(let failures)? = error as? AudioEngineError else { return XCTFail("\(error)") }
+            XCTAssertEqual(failures.count, 2, "each file once: \(failures)")
+        }
+
+        let copy = directory.appendingPathComponent("copy.flac").path
+        try FileManager.default.copyItem(atPath: playable!, toPath: copy)
+        rig.engine.setQueue(RepeatingQueue(paths: [copy, missing]))
+        try rig.engine.play()
+        rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+        try FileManager.default.removeItem(atPath: copy)  // the disk went away while it played
+        var clock = 0
+        while rig.events.withLock({ !$0.contains { $0.event == .queueFinished } }), clock < 10 * rate {
+            rig.output.wait("frames to play") { $0.queuedFrames > 0 || $0.phase != .running }
+            let step = min(rig.refillFrames, max(1, rig.output.snapshot.queuedFrames))
+            rig.output.advance(frames: step)
+            clock += step
+        }
+        XCTAssertTrue(rig.events.withLock { $0.contains { $0.event == .queueFinished } },
+                      "the queue ended: \(rig.events.withLock { $0.map(\.event) })")
+    }
+
     func testStoppingTheEngineClosesTheOutput() throws {
         let rig = try rig([1])
         try rig.engine.play()
         let output = rig.output
         rig.engine.stop()
         XCTAssertTrue(output.wasClosed, "the session closes its output when it ends")
+    }
+}
+
+/// A queue that starts again after its last entry, issuing new tokens on each pass, as the
+/// player's queue does with repeat on.
+private final class RepeatingQueue: AudioEntryProvider {
+    private let paths: [String]
+    private let issued = Mutex<[UInt64: Int]>([:])
+    private let nextToken = Atomic<UInt64>(1)
+
+    init(paths: [String]) { self.paths = paths }
+
+    private func issue(_ index: Int) -> AudioEntry {
+        let token = nextToken.add(1, ordering: .relaxed).oldValue
+        issued.withLock { $0[token] = index }
+        return AudioEntry(token: .init(rawValue: token), path: paths[index])
+    }
+
+    func entry(after token: AudioEntry.Token?) -> AudioEntry? {
+        guard let token else { return issue(0) }
+        guard let index = issued.withLock({ $0[token.rawValue] }) else { return nil }
+        return issue((index + 1) % paths.count)
+    }
+
+    func entry(before token: AudioEntry.Token) -> AudioEntry? {
+        guard let index = issued.withLock({ $0[token.rawValue] }) else { return nil }
+        return issue((index + paths.count - 1) % paths.count)
     }
 }
