@@ -392,6 +392,25 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(try mpc("status").code, 0, "and so does every other client")
     }
 
+    /// Repeat over a queue with nothing playable (issue #42: the daemon spun at 100 % and
+    /// answered no one): `play` answers, the daemon stays stopped and answers every client.
+    func testRepeatOverNothingPlayableLeavesTheDaemonAnswering() throws {
+        XCTAssertEqual(try mpc("repeat", "on").code, 0)
+        let missing = directory.appendingPathComponent("gone.flac")
+        let songs = try GeneratedSongs.tones([440], frames: 4_410, into: directory).songs
+        let path = try XCTUnwrap(songs.first?.resource.string("filePath"))
+        XCTAssertEqual(try mpc("add", path).code, 0)
+        try FileManager.default.copyItem(atPath: path, toPath: missing.path)
+        XCTAssertEqual(try mpc("add", missing.path).code, 0)
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.removeItem(at: missing)  // both gone, as with an unplugged disk
+        _ = try mpc("play")
+        let status = try mpc("status")
+        XCTAssertEqual(status.code, 0, status.out)
+        XCTAssertFalse(status.out.contains("[playing]"), status.out)
+        XCTAssertEqual(try mpc("repeat", "off").code, 0, "another command is answered too")
+    }
+
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let socket = try SystemPlayerWire.connect(to: SystemPlayerServer.mpdSocketURL(environment).path)
         defer { close(socket) }
