@@ -395,11 +395,8 @@ final class EngineSession: @unchecked Sendable {
         var firstEntry: AudioEntry?
         var firstFile: AudioFileDecoder?
         var cursor: AudioEntry.Token?
-        // A source that failed comes round again only when the queue repeats with nothing
-        // playable: that is the end (repeat over unplayable files spun here, under the
-        // engine's lock, for good: issue #42).
-        var triedSources = Set<AudioEntry.Source>()
-        while let entry = provider.entry(after: cursor), triedSources.insert(entry.source).inserted {
+        var run = EntryRun(provider)
+        while run.mayTry(), let entry = provider.entry(after: cursor) {
             cursor = entry.token
             do {
                 firstFile = try AudioFileDecoder.open(entry)

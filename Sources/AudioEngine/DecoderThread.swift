@@ -292,11 +292,8 @@ struct DecoderLoop: ~Copyable {
             start(held.decoder, kind: .entryStart, entryFrame: slot.entryFrame, isNatural: isNatural)
             return
         }
-        // Until one opens; a source that already failed on the way means the queue came round
-        // (repeat) with nothing playable: the queue ends there instead of spinning.
-        var triedSources = Set<AudioEntry.Source>()
-        while let next = provider.entry(after: lastToken.map { AudioEntry.Token(rawValue: $0) }),
-              triedSources.insert(next.source).inserted {
+        var run = EntryRun(provider)  // a repeating queue with nothing playable ends
+        while run.mayTry(), let next = provider.entry(after: lastToken.map { AudioEntry.Token(rawValue: $0) }) {
             if open(next, isNatural: isNatural) { return }
         }
         // Nothing follows: what was held back for a crossfade plays as it is.
@@ -489,8 +486,8 @@ struct DecoderLoop: ~Copyable {
         }) else { return false }
         var skipped: [(AudioEntry.Token, DecoderError)] = []
         var after = AudioEntry.Token(rawValue: current.token)
-        var triedSources = Set<AudioEntry.Source>()  // as in `advance`: come round again, nothing to preroll
-        while let next = provider.entry(after: after), triedSources.insert(next.source).inserted {
+        var run = EntryRun(provider)
+        while run.mayTry(), let next = provider.entry(after: after) {
             do {
                 let decoder = try EntryDecoder(entry: next, streamRate: streamRate,
                                                streamChannels: channelCount, chunkFrames: chunkFrames)

@@ -56,9 +56,15 @@ public protocol AudioEntryProvider: AnyObject, Sendable {
     /// The entry `token` names (to seek in an entry the decoder has moved past). The default
     /// finds it as the entry after the one before it.
     func entry(withToken token: AudioEntry.Token) -> AudioEntry?
+    /// How many entries the queue has, when known (nil by default): the engine tries at most
+    /// this many one after another for one that opens, so that a queue that repeats with
+    /// nothing playable ends instead of going round for good.
+    var entryCount: Int? { get }
 }
 
 extension AudioEntryProvider {
+    public var entryCount: Int? { nil }
+
     public func entry(withToken token: AudioEntry.Token) -> AudioEntry? {
         let candidate = entry(after: entry(before: token)?.token)
         return candidate?.token == token ? candidate : nil
@@ -83,6 +89,7 @@ public final class AudioEntryList: AudioEntryProvider {
     }
 
     public var count: Int { entries.count }
+    public var entryCount: Int? { entries.count }
 
     public func entry(after token: AudioEntry.Token?) -> AudioEntry? {
         guard let token else { return entries.first }
@@ -417,4 +424,22 @@ extension Double {
 
     /// Frames that `self` seconds last at `rate`, rounded, at least 0 (NaN: 0); never traps.
     package func frames(at rate: Int) -> Int { Swift.max(0, (self * Double(rate)).clampedInt()) }
+}
+
+/// Entries tried one after another until one opens (the engine's start, the decoder's advance,
+/// its preroll). A run longer than the queue went round a repeating queue with nothing playable
+/// and ends there, as the queue's end (it spun for good, under the engine's lock: issue #42);
+/// without a count from the provider, after `limit` entries.
+struct EntryRun {
+    static let limit = 10_000
+    private let bound: Int
+    private var tried = 0
+
+    init(_ provider: any AudioEntryProvider) { bound = provider.entryCount.map { max($0, 1) } ?? Self.limit }
+
+    /// Whether one more entry may be tried.
+    mutating func mayTry() -> Bool {
+        tried += 1
+        return tried <= bound
+    }
 }

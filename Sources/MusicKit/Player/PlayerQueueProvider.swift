@@ -193,6 +193,8 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         }
     }
 
+    var entryCount: Int? { queue.snapshot.contents.count }
+
     func entry(before token: AudioEntry.Token) -> AudioEntry? {
         answer { state in
             if let previous = state.predecessor[token.rawValue], let issued = state.issued[previous] { return .answer(issued.audio) }
