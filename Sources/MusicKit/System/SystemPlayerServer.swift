@@ -51,11 +51,19 @@ package final class SystemPlayerServer: @unchecked Sendable {
 
         init(descriptor: Int32) { self.descriptor = descriptor }
 
-        /// Sends or, when the peer is gone, does nothing (its thread notices and closes).
+        /// Sends without waiting; when the peer is gone, does nothing (its thread notices and
+        /// closes). A peer that stopped reading — its socket's kernel buffer, its outbox, is full
+        /// (~200 KiB on a Unix socket: a suspended app subscribed to events) — is dropped: every
+        /// send happens under `stateMessages`, and one blocked send froze every client (issue #42).
         func send(_ message: SystemPlayerWire.Message) {
             writeLock.withLock {
-                guard !ended else { return }
-                try? SystemPlayerWire.send(message, on: descriptor)
+                guard !ended, let frame = try? SystemPlayerWire.frame(message) else { return }
+                let sent = frame.withUnsafeBytes { SystemPlayerWire.sendWithoutWaiting($0, on: descriptor) }
+                if !sent {
+                    ended = true
+                    // Its thread, waiting for its next request, sees the end and closes.
+                    Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
+                }
             }
         }
 

@@ -137,6 +137,22 @@ enum SystemPlayerWire {
         }
     }
 
+    /// Writes all of `bytes` if the socket takes them at once; false when it would have to wait
+    /// (the peer is not reading: what went out may be part of a frame, so the caller drops the
+    /// peer) or the peer is gone.
+    static func sendWithoutWaiting(_ bytes: UnsafeRawBufferPointer, on descriptor: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+
     /// Reads one framed message; nil at the end of the stream (the peer closed between
     /// messages). A truncated, oversized or malformed message, or another version, throws.
     static func receive(on descriptor: Int32) throws -> Message? {

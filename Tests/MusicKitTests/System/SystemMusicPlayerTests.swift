@@ -180,6 +180,41 @@ final class SystemMusicPlayerTests: XCTestCase {
         XCTAssertEqual((saved?["parts"] as? [Any])?.isEmpty, false, "the queue saved")
     }
 
+    /// A subscriber that stops reading (a suspended app) is dropped once its socket is full,
+    /// and nobody waits for it: another client's 600 changes are each answered (issue #42: one
+    /// such subscriber froze every wire and MPD client after 166 events).
+    func testASubscriberThatStopsReadingIsDroppedAndNobodyWaitsForIt() async throws {
+        let player = client()
+        player.queue = MusicPlayer.Queue(for: try tones(1, frames: 441_000))
+        try await player.play()
+        let path = SystemPlayerWire.socketURL(environment).path
+        let stalled = try SystemPlayerWire.connect(to: path)
+        defer { close(stalled) }
+        try SystemPlayerWire.send(["id": 1, "op": "hello", "args": ["subscribe": true]], on: stalled)
+        let other = try SystemPlayerWire.connect(to: path)
+        defer { close(other) }
+        var limit = timeval(tv_sec: 5, tv_usec: 0)  // a frozen daemon fails the test instead of hanging it
+        setsockopt(other, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        for round in 0..<600 {
+            try SystemPlayerWire.send(["id": JSONValue(round), "op": "modes",
+                                       "args": ["repeat": .string(round % 2 == 0 ? "all" : "none")]], on: other)
+            let reply = try XCTUnwrap(try SystemPlayerWire.receive(on: other), "answer \(round)")
+            XCTAssertEqual(reply["ok"]?.bool, true)
+        }
+        setsockopt(stalled, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var received = 0
+        while true {
+            let count = recv(stalled, &buffer, buffer.count, 0)
+            if count <= 0 {
+                XCTAssertEqual(count, 0, "the stalled subscriber's connection was closed, not left waiting")
+                break
+            }
+            received += count
+        }
+        XCTAssertGreaterThan(received, 0, "it had its events up to when its socket filled")
+    }
+
     /// A peer that does not speak the protocol gets an error or is dropped; playback goes on,
     /// and 50 peers at once are all answered.
     func testHostilePeersAreDroppedAndManyPeersAreServed() async throws {
