@@ -10,15 +10,25 @@ import Synchronization
 /// registered as a `GrowingFile`, so the decoder starts on the first bytes and waits for the
 /// rest as it needs them; complete, it is renamed to its name. A failed download is removed
 /// and the entry fails with the reason (the player skips it and says why).
+///
+/// Limits: the folder holds at most `maximumBytes`, and one download at most
+/// `maximumPreviewBytes` (a server that never ended a preview filled 8 GB of disk in 30 s);
+/// a `.part` left by a process that died is removed once it is `stalePartSeconds` old.
 enum PreviewCache {
     static let maximumBytes = 256 << 20
+    /// A preview is 30 s: ~1 MB of AAC, ~5 MB of ALAC. A download past this is not one.
+    static let maximumPreviewBytes = 32 << 20
+    /// A download that stalls fails in 10 s (its timeout); a `.part` untouched this long is
+    /// no download's any more.
+    static let stalePartSeconds = 600
 
     static func directory(_ environment: MusicKitEnvironment = .current) -> URL {
         environment.dataDirectory.appendingPathComponent("previews")
     }
 
-    /// The path that plays `url`: the cached file, or one whose download starts now.
-    static func file(for url: URL, environment: MusicKitEnvironment = .current) throws -> String {
+    /// The path that plays `url`: the cached file, or one whose download starts now, stopped
+    /// past `limit` bytes.
+    static func file(for url: URL, environment: MusicKitEnvironment = .current, limit: Int = maximumPreviewBytes) throws -> String {
         let directory = directory(environment)
         let fileExtension = url.pathExtension.isEmpty ? "m4a" : url.pathExtension.lowercased()
         let path = directory.appendingPathComponent(LibraryStore.id(prefix: "", url.absoluteString) + "." + fileExtension).path
@@ -29,11 +39,12 @@ enum PreviewCache {
                 return path
             }
             try PrivateFiles.ensureDirectory(directory)
+            removeStaleParts(in: directory)
             let partial = path + ".part"
             unlink(partial)
             try PrivateFiles.createPrivateFileIfMissing(partial)
             let growing = GrowingFile.begin(path: path, partialPath: partial)
-            let thread = Thread { download(url, growing) }
+            let thread = Thread { download(url, growing, limit: limit) }
             thread.name = "musickit.preview"
             thread.start()
             return path
@@ -43,7 +54,7 @@ enum PreviewCache {
     /// One download starts at a time per path (a file asked for twice is downloaded once).
     private static let starting = Mutex(())
 
-    private static func download(_ url: URL, _ growing: GrowingFile) {
+    private static func download(_ url: URL, _ growing: GrowingFile, limit: Int) {
         let descriptor = open(growing.partialPath, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else {
             growing.finish(failure: "cannot write \(growing.partialPath): \(String(cString: strerror(errno)))")
@@ -56,6 +67,7 @@ enum PreviewCache {
             // The decoder waits for the packet it reads: a stalled download fails in 10 s.
             request.timeoutInterval = 10
             try HTTPClient.download(request) { bytes, total in
+                guard (total ?? 0) <= limit, written + bytes.count <= limit else { throw PreviewTooLarge(limit: limit) }
                 try PrivateFiles.writeAll(bytes, to: descriptor, path: growing.partialPath)
                 written += bytes.count
                 growing.wrote(written, of: total)
@@ -71,6 +83,24 @@ enum PreviewCache {
         }
         growing.finish(failure: nil)
         evict(in: URL(fileURLWithPath: growing.path).deletingLastPathComponent(), keeping: growing.path)
+    }
+
+    struct PreviewTooLarge: Error, CustomStringConvertible {
+        let limit: Int
+        var description: String { "the preview is larger than \(limit) bytes: not a preview; the download was stopped" }
+    }
+
+    /// Removes the `.part` files that no download of this process is writing and that nothing
+    /// has touched for `stalePartSeconds` (another process's download touches its own).
+    static func removeStaleParts(in directory: URL, now: Int = time(nil)) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasSuffix(".part") {
+            let path = directory.appendingPathComponent(name).path
+            var status = stat()
+            guard stat(path, &status) == 0, now - Int(status.st_mtim.tv_sec) >= stalePartSeconds,
+                  GrowingFile.growing(String(path.dropLast(".part".count))) == nil else { continue }
+            unlink(path)
+        }
     }
 
     /// Removes the least recently played previews until the folder holds at most `maximumBytes`.

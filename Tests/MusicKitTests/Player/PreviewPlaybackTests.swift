@@ -85,6 +85,36 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertEqual(previews.requests.count, 1, "the second time plays the kept file")
     }
 
+    /// A server that sends a "preview" without end fills nothing: the download stops at the
+    /// limit, says why, and leaves no file; a `.part` a dead process left is removed once stale
+    /// (issue #42: 8.26 GB in ~30 s, and `.part` files never cleaned up).
+    func testAnEndlessPreviewIsCutAtTheLimitAndLeavesNoFile() throws {
+        let limit = 1 << 20  // the real one, 32 MiB, takes 26 s through the debug build's server
+        let endless = Data(count: 2 * limit)
+        let previews = try LocalHTTPServer { _ in
+            LocalHTTPServer.Answer(headers: ["Content-Type": "audio/mp4"], body: endless, chunked: true)
+        }
+        servers.append(previews)
+        let folder = PreviewCache.directory()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let stale = folder.appendingPathComponent("left-by-a-crash.m4a.part")
+        let fresh = folder.appendingPathComponent("another-process.m4a.part")
+        try Data("x".utf8).write(to: stale)
+        try Data("y".utf8).write(to: fresh)
+        var old = [timeval(tv_sec: time(nil) - PreviewCache.stalePartSeconds - 1, tv_usec: 0),
+                   timeval(tv_sec: time(nil) - PreviewCache.stalePartSeconds - 1, tv_usec: 0)]
+        XCTAssertEqual(utimes(stale.path, &old), 0)
+
+        let path = try PreviewCache.file(for: previews.baseURL.appendingPathComponent("preview/endless.m4a"), limit: limit)
+        let growing = try XCTUnwrap(GrowingFile.growing(path))
+        let end = growing.waitForBytes(beyond: .max)
+        XCTAssertTrue(end.finished)
+        XCTAssertTrue(end.failure?.contains("larger than \(limit) bytes") == true, "\(String(describing: end.failure))")
+        XCTAssertLessThanOrEqual(end.written, limit)
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        XCTAssertEqual(left, ["another-process.m4a.part"], "nothing kept of the endless one; the stale .part removed, a fresh one left")
+    }
+
     func testAPreviewThatCannotBeDownloadedIsSkippedWithTheReason() async throws {
         let previews = try LocalHTTPServer { _ in LocalHTTPServer.Answer(status: 404, body: Data("gone".utf8)) }
         servers.append(previews)
