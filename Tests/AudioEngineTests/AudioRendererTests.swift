@@ -98,6 +98,19 @@ final class AudioRendererTests: XCTestCase {
         }
     }
 
+    /// Does `action` (a skip, a seek) and waits until the output runs again after it; what the
+    /// renderer did to the output meanwhile.
+    @discardableResult
+    private func restarted(_ rig: Rig, _ description: String, file: StaticString = #filePath, line: UInt = #line,
+                           by action: () -> Void) -> [ManualClockOutput.Operation] {
+        let operationsBefore = rig.output.operationLog.count
+        action()
+        rig.output.wait("the restart after \(description)", file: file, line: line) {
+            $0.operationCount > operationsBefore && $0.phase == .running
+        }
+        return rig.output.operationLog.dropFirst(operationsBefore).map(\.operation)
+    }
+
     private func waitForEvent(_ rig: Rig, _ description: String, file: StaticString = #filePath, line: UInt = #line,
                               _ predicate: (AudioEngineEvent) -> Bool) -> (event: AudioEngineEvent, heardFrames: Int)? {
         let deadline = Date(timeIntervalSinceNow: 10)
@@ -190,10 +203,7 @@ final class AudioRendererTests: XCTestCase {
             try rig.engine.play()
             rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
             play(rig, frames: rate)
-            let operationsBefore = rig.output.operationLog.count
-            rig.engine.skipToNextEntry()
-            rig.output.wait("the restart after the skip") { $0.operationCount > operationsBefore && $0.phase == .running }
-            let restart = rig.output.operationLog.dropFirst(operationsBefore).map(\.operation)
+            let restart = restarted(rig, "the skip") { rig.engine.skipToNextEntry() }
             if capabilities.contains(.prepareDiscardsPlayback) {
                 XCTAssertTrue(restart.contains { if case .prepare(let discarded) = $0 { discarded > 0 } else { false } },
                               "one prepare discards what was queued: \(restart)")
@@ -217,9 +227,7 @@ final class AudioRendererTests: XCTestCase {
         try rig.engine.play()
         rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
         play(rig, frames: rate / 2)
-        let operationsBefore = rig.output.operationLog.count
-        rig.engine.seek(toFrame: 2 * rate)
-        rig.output.wait("the restart after the seek") { $0.operationCount > operationsBefore && $0.phase == .running }
+        restarted(rig, "the seek") { rig.engine.seek(toFrame: 2 * rate) }
         rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
         play(rig, frames: rate / 2)
         assertHeard(rig.output.heard, equals: frames(rig.signals[0], 0 ..< rate / 2) + frames(rig.signals[0], 2 * rate ..< 2 * rate + rate / 2),
@@ -234,16 +242,12 @@ final class AudioRendererTests: XCTestCase {
         rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
         play(rig, frames: rate / 2)
         for (index, seconds) in [Double.infinity, 1e300].enumerated() {
-            let operationsBefore = rig.output.operationLog.count
-            rig.engine.seek(toSeconds: seconds)
-            rig.output.wait("the restart after seeking to \(seconds)") { $0.operationCount > operationsBefore && $0.phase == .running }
+            restarted(rig, "seeking to \(seconds)") { rig.engine.seek(toSeconds: seconds) }
             rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
             play(rig, frames: rate / 2)
             XCTAssertEqual(rig.engine.position.token?.rawValue, UInt64(index + 2), "seeking to \(seconds) ended the entry")
         }
-        let operationsBefore = rig.output.operationLog.count
-        rig.engine.seek(toSeconds: .nan)
-        rig.output.wait("the restart after seeking to NaN") { $0.operationCount > operationsBefore && $0.phase == .running }
+        restarted(rig, "seeking to NaN") { rig.engine.seek(toSeconds: .nan) }
         rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
         play(rig, frames: rate / 4)
         let heard = rig.output.heard

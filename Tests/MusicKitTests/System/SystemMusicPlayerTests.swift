@@ -387,7 +387,6 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(try mpc("playlist").out, "")
     }
 
-    /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     /// Times no song has (issue #42: each crashed the daemon): a time that is not a finite
     /// number is refused with MPD's "Number expected"; a finite one past the song's end moves
     /// to its end, so the next song plays; the daemon answers `status` all along.
@@ -395,35 +394,23 @@ final class SystemPlayerMPDTests: XCTestCase {
         let songs = try GeneratedSongs.tones([440, 550], frames: 176_400, into: directory).songs
         for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
         XCTAssertEqual(try mpc("play").code, 0)
-        let socket = try SystemPlayerWire.connect(to: SystemPlayerServer.mpdSocketURL(environment).path)
-        defer { close(socket) }
-        func exchange(_ text: String, until done: (String) -> Bool = { $0.hasSuffix("OK\n") || $0.contains("ACK [") }) -> String {
-            _ = text.withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-            var reply = ""
-            var buffer = [UInt8](repeating: 0, count: 4_096)
-            while !done(reply) {
-                let count = recv(socket, &buffer, buffer.count, 0)
-                guard count > 0 else { break }
-                reply += String(decoding: buffer[0..<count], as: UTF8.self)
-            }
-            return reply
-        }
-        XCTAssertTrue(exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
         for time in ["inf", "-inf", "nan", "1e999"] {
-            XCTAssertEqual(exchange("seekcur \(time)\n"), "ACK [2@0] {seekcur} Number expected\n", time)
-            XCTAssertEqual(exchange("seek 0 \(time)\n"), "ACK [2@0] {seek} Number expected\n", time)
+            XCTAssertEqual(mpd.exchange("seekcur \(time)\n"), "ACK [2@0] {seekcur} Number expected\n", time)
+            XCTAssertEqual(mpd.exchange("seek 0 \(time)\n"), "ACK [2@0] {seek} Number expected\n", time)
         }
-        XCTAssertEqual(exchange("seekcur 1e15\n"), "OK\n")
+        XCTAssertEqual(mpd.exchange("seekcur 1e15\n"), "OK\n")
         let deadline = Date(timeIntervalSinceNow: 5)
         var status = ""
         repeat {
-            status = exchange("status\n")
+            status = mpd.exchange("status\n")
         } while !status.contains("song: 1\n") && Date() < deadline
         XCTAssertTrue(status.contains("song: 1\n"), "past the end of the first song, the second plays: \(status)")
         XCTAssertTrue(status.contains("elapsed: "), status)
         XCTAssertFalse(status.contains("inf") || status.contains("nan"), status)
-        XCTAssertEqual(exchange("seekcur 1e300\n"), "OK\n")
-        XCTAssertTrue(exchange("status\n").hasSuffix("OK\n"), "the daemon still answers")
+        XCTAssertEqual(mpd.exchange("seekcur 1e300\n"), "OK\n")
+        XCTAssertTrue(mpd.exchange("status\n").hasSuffix("OK\n"), "the daemon still answers")
         XCTAssertEqual(try mpc("status").code, 0, "and so does every other client")
     }
 
@@ -446,25 +433,35 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(try mpc("repeat", "off").code, 0, "another command is answered too")
     }
 
+    /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
-        let socket = try SystemPlayerWire.connect(to: SystemPlayerServer.mpdSocketURL(environment).path)
-        defer { close(socket) }
-        func exchange(_ text: String, until done: (String) -> Bool = { $0.hasSuffix("OK\n") || $0.contains("ACK [") }) -> String {
-            _ = text.withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-            var reply = ""
-            var buffer = [UInt8](repeating: 0, count: 4_096)
-            while !done(reply) {
-                let count = recv(socket, &buffer, buffer.count, 0)
-                guard count > 0 else { break }
-                reply += String(decoding: buffer[0..<count], as: UTF8.self)
-            }
-            return reply
+        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD 0.23"), "the greeting")
+        XCTAssertEqual(mpd.exchange("ping\n"), "OK\n")
+        XCTAssertEqual(mpd.exchange("command_list_ok_begin\nping\nrepeat 1\ncommand_list_end\n"), "list_OK\nlist_OK\nOK\n")
+        XCTAssertEqual(mpd.exchange("frobnicate\n"), "ACK [5@0] {frobnicate} unknown command \"frobnicate\"\n")
+        XCTAssertEqual(mpd.exchange("command_list_begin\nping\nplay 99\ncommand_list_end\n"), "ACK [2@1] {play} Bad song index\n")
+        XCTAssertTrue(mpd.exchange("status\n").contains("repeat: 1\n"))
+    }
+}
+
+/// A connection to the daemon's MPD socket, spoken by hand: lines out, the reply read until it
+/// is complete (`OK`, or an `ACK`, unless told otherwise).
+private final class MPDSocket {
+    private let socket: Int32
+
+    init(path: String) throws { socket = try SystemPlayerWire.connect(to: path) }
+    deinit { close(socket) }
+
+    func exchange(_ text: String, until done: (String) -> Bool = { $0.hasSuffix("OK\n") || $0.contains("ACK [") }) -> String {
+        _ = text.withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        var reply = ""
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !done(reply) {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            reply += String(decoding: buffer[0..<count], as: UTF8.self)
         }
-        XCTAssertTrue(exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD 0.23"), "the greeting")
-        XCTAssertEqual(exchange("ping\n"), "OK\n")
-        XCTAssertEqual(exchange("command_list_ok_begin\nping\nrepeat 1\ncommand_list_end\n"), "list_OK\nlist_OK\nOK\n")
-        XCTAssertEqual(exchange("frobnicate\n"), "ACK [5@0] {frobnicate} unknown command \"frobnicate\"\n")
-        XCTAssertEqual(exchange("command_list_begin\nping\nplay 99\ncommand_list_end\n"), "ACK [2@1] {play} Bad song index\n")
-        XCTAssertTrue(exchange("status\n").contains("repeat: 1\n"))
+        return reply
     }
 }
