@@ -80,7 +80,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
                 throw Error(response: response)
             }
             attempt += 1
-            try await Task.sleep(nanoseconds: UInt64(min(max(delay, 0), policy.longestWait) * 1_000_000_000))
+            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))  // at most longestWait: RetryPolicy.delay
         }
     }
 
