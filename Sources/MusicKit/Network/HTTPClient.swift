@@ -4,11 +4,26 @@ import Glibc
 /// Sends one HTTP/1.1 request and reads the whole answer: plain TCP for `http`, TLS (OpenSSL,
 /// certificates verified) for `https`; `Content-Length`, chunked and read-to-close bodies;
 /// redirects followed (up to 5); `timeoutInterval` applies to connecting and to each wait for
-/// bytes. Failures are `URLError`s, as URLSession's are. Blocking: callers run it off the
-/// cooperative pool (`HTTPClient.data(for:)`).
+/// bytes, and the whole exchange has a deadline besides (`deadline`), so a server that drips
+/// bytes or headers cannot hold a request. Failures are `URLError`s, as URLSession's are.
+/// Blocking: callers run it off the cooperative pool (`HTTPClient.data(for:)`).
+///
+/// Credentials (`credentialFields`) stay with the origin they were sent to and never cross a
+/// network in clear text: plain `http` carries them only to this machine (loopback), which is
+/// where the tests' and a developer's local API servers are; elsewhere such a request is refused
+/// with `URLError.appTransportSecurityRequiresSecureConnection`, as Apple's ATS refuses it.
 enum HTTPClient {
     /// Bodies longer than this are refused (`URLError.dataLengthExceedsMaximum`).
     static let maximumBodyBytes = 64 << 20
+
+    /// A response's head (status line, header fields, and any `1xx` interim answers before it)
+    /// longer than this is refused (`URLError.badServerResponse`).
+    static let maximumHeadBytes = 64 << 10
+
+    /// How long a whole exchange may take, redirects included, from the first connection to the
+    /// last byte: for answers read whole (the API's JSON) and for downloads (previews, bounded
+    /// in size by their caller). Past it, `URLError.timedOut`.
+    static let deadline = (answer: TimeInterval(120), download: TimeInterval(600))
 
     /// An HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"), as `Retry-After` and `Expires` carry.
     static func date(_ text: String) -> Date? {
@@ -43,13 +58,14 @@ enum HTTPClient {
     typealias BodySink = (_ bytes: UnsafeRawBufferPointer, _ total: Int?) throws -> Void
 
     /// The answer to `request`, following redirects; with `sink`, a 2xx answer's body goes there
-    /// as it arrives instead of into the returned data.
-    static func send(_ request: URLRequest, body sink: BodySink? = nil) throws -> (Data, HTTPURLResponse) {
+    /// as it arrives instead of into the returned data. `seconds` replaces the `deadline`.
+    static func send(_ request: URLRequest, body sink: BodySink? = nil, deadline seconds: TimeInterval? = nil) throws -> (Data, HTTPURLResponse) {
         var request = request
+        let deadline = Date(timeIntervalSinceNow: seconds ?? (sink == nil ? Self.deadline.answer : Self.deadline.download))
         for _ in 0...5 {
             let (data, response): (Data, HTTPURLResponse)
             do {
-                (data, response) = try sendOnce(request, sink)
+                (data, response) = try sendOnce(request, sink, deadline: deadline)
             } catch let error as URLError where error.failingURL == nil {
                 // Which URL failed, as URLSession says.
                 var userInfo = error.userInfo
@@ -86,14 +102,26 @@ enum HTTPClient {
         return first == second
     }
 
-    private static func sendOnce(_ request: URLRequest, _ sink: BodySink?) throws -> (Data, HTTPURLResponse) {
+    /// Whether `host` names this machine: `localhost`, 127.0.0.0/8 or ::1.
+    static func isLoopback(_ host: String) -> Bool {
+        let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" { return true }
+        var address = in_addr()
+        return inet_pton(AF_INET, name, &address) == 1 && UInt32(bigEndian: address.s_addr) >> 24 == 127
+    }
+
+    private static func sendOnce(_ request: URLRequest, _ sink: BodySink?, deadline: Date) throws -> (Data, HTTPURLResponse) {
         guard let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
               let scheme = components.scheme?.lowercased(), let host = components.host, !host.isEmpty else {
             throw URLError(.badURL)
         }
         guard scheme == "http" || scheme == "https" else { throw URLError(.unsupportedURL) }
+        if scheme == "http", !isLoopback(host), credentialFields.contains(where: { request.value(forHTTPHeaderField: $0) != nil }) {
+            throw URLError(.appTransportSecurityRequiresSecureConnection, userInfo: [
+                NSLocalizedDescriptionKey: "\(host): credentials are sent only over https (plain http only to this machine)"])
+        }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
-        let timeout = request.timeoutInterval > 0 ? request.timeoutInterval : 60
+        let timeout = min(request.timeoutInterval > 0 ? request.timeoutInterval : 60, max(deadline.timeIntervalSinceNow, 0.001))
         let socket = try connect(host: host, port: port, timeout: timeout)
         defer { close(socket) }
         let stream: ByteStream
@@ -128,7 +156,7 @@ enum HTTPClient {
         if let body = request.httpBody { outgoing.append(body) }
         try outgoing.withUnsafeBytes { try stream.write($0) }
 
-        var reader = ResponseReader(stream: stream)
+        var reader = ResponseReader(stream: stream, socket: socket, timeout: timeout, deadline: deadline)
         let (status, headerFields) = try reader.readHead()
         guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headerFields) else {
             throw URLError(.badServerResponse)
@@ -228,14 +256,34 @@ enum HTTPClient {
     /// Reads a response: the head, then the body as its framing says.
     private struct ResponseReader {
         let stream: ByteStream
+        /// The connection's socket, whose receive timeout shrinks as the deadline nears.
+        let socket: Int32
+        /// The longest wait for bytes, and when the whole exchange must be over.
+        let timeout: TimeInterval
+        let deadline: Date
         var buffered: [UInt8] = []
         var atEnd = false
+        /// Bytes of head read so far, interim answers included.
+        var headBytes = 0
 
-        init(stream: ByteStream) { self.stream = stream }
+        init(stream: ByteStream, socket: Int32, timeout: TimeInterval, deadline: Date) {
+            self.stream = stream
+            self.socket = socket
+            self.timeout = timeout
+            self.deadline = deadline
+        }
 
         /// Reads more into `buffered`; false at the end of the stream.
         mutating func fill() throws -> Bool {
             guard !atEnd else { return false }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else {
+                throw URLError(.timedOut, userInfo: [NSLocalizedDescriptionKey: "the exchange took longer than its deadline"])
+            }
+            if left < timeout {
+                var limit = timeval(tv_sec: Int(left), tv_usec: max(Int((left - left.rounded(.down)) * 1_000_000), 1))
+                setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            }
             var chunk = [UInt8](repeating: 0, count: 16_384)
             let count = try chunk.withUnsafeMutableBytes { try stream.read($0.baseAddress!, $0.count) }
             if count == 0 { atEnd = true; return false }
@@ -257,17 +305,38 @@ enum HTTPClient {
             }
         }
 
-        /// The status code and header fields (repeated fields joined with commas).
+        /// One line of the head, counted against `maximumHeadBytes`.
+        mutating func headLine() throws -> String {
+            let text = try line()
+            headBytes += text.utf8.count + 2
+            guard headBytes <= HTTPClient.maximumHeadBytes else {
+                throw URLError(.badServerResponse, userInfo: [
+                    NSLocalizedDescriptionKey: "the answer's head is longer than \(HTTPClient.maximumHeadBytes) bytes"])
+            }
+            return text
+        }
+
+        /// The status code and header fields (repeated fields joined with commas) of the final
+        /// answer: interim `1xx` answers (`100 Continue`) before it are read and dropped, in a
+        /// loop bounded by `maximumHeadBytes`.
         mutating func readHead() throws -> (Int, [String: String]) {
-            var statusLine = try line()
-            while statusLine.isEmpty { statusLine = try line() }
+            while true {
+                let (status, fields) = try readOneHead()
+                if (100..<200).contains(status) && status != 101 { continue }
+                return (status, fields)
+            }
+        }
+
+        private mutating func readOneHead() throws -> (Int, [String: String]) {
+            var statusLine = try headLine()
+            while statusLine.isEmpty { statusLine = try headLine() }
             let parts = statusLine.split(separator: " ", maxSplits: 2)
             guard parts.count >= 2, parts[0].hasPrefix("HTTP/"), let status = Int(parts[1]) else {
                 throw URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "not an HTTP response: \(statusLine.prefix(80))"])
             }
             var fields: [String: String] = [:]
             while true {
-                let field = try line()
+                let field = try headLine()
                 if field.isEmpty { break }
                 guard let colon = field.firstIndex(of: ":") else { continue }
                 let name = String(field[..<colon]).trimmingCharacters(in: .whitespaces)
@@ -278,7 +347,6 @@ enum HTTPClient {
                     fields[name] = value
                 }
             }
-            if (100..<200).contains(status) && status != 101 { return try readHead() }  // 100 Continue: the real answer follows
             return (status, fields)
         }
 

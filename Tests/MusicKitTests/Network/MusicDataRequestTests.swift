@@ -229,6 +229,63 @@ final class MusicDataRequestTests: XCTestCase {
         XCTAssertNil(MusicDataRequest.RetryPolicy.seconds(retryAfter: "-5"), "not digits, not a date")
     }
 
+    /// A server that answers `100 Continue` for ever, or sends header fields for ever, is
+    /// refused once the head passes 64 KiB (issue #42: the interim answers recursed until the
+    /// stack overflowed, in the CLI and in the daemon).
+    func testEndlessInterimAnswersOrHeadersAreRefusedNotFollowed() async throws {
+        // The second repeats a status line (a field without a colon, skipped) and a field.
+        let floods = [Data("HTTP/1.1 100 Continue\r\n\r\n".utf8),
+                      Data("HTTP/1.1 200 OK\r\nX-Filler: \(String(repeating: "a", count: 200))\r\n".utf8)]
+        for (index, flood) in floods.enumerated() {
+            let server = try serve { _ in LocalHTTPServer.Answer(endless: (flood, 0)) }
+            do {
+                _ = try HTTPClient.send(URLRequest(url: server.baseURL.appendingPathComponent("v1/x")))
+                XCTFail("an endless head must be refused")
+            } catch let error as URLError {
+                XCTAssertEqual(error.code, .badServerResponse, "flood \(index)")
+                XCTAssertTrue("\(error.userInfo)".contains("longer than 65536 bytes"), "flood \(index): \(error.userInfo)")
+            }
+            server.stop()
+        }
+    }
+
+    /// A server that drips its answer a byte at a time, each well inside the wait for bytes,
+    /// is cut off at the exchange's deadline instead of holding the request for as long as it
+    /// likes (issue #42: > 150 s).
+    func testAServerThatDripsItsAnswerIsCutOffAtTheDeadline() throws {
+        let server = try serve { _ in LocalHTTPServer.Answer(body: Data(repeating: 0x20, count: 10_000), pace: (1, 0.02)) }
+        let started = Date()
+        do {
+            _ = try HTTPClient.send(URLRequest(url: server.baseURL.appendingPathComponent("v1/x")), deadline: 0.5)
+            XCTFail("the drip must be cut off")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .timedOut)
+        }
+        let took = Date().timeIntervalSince(started)
+        XCTAssertLessThan(took, 10, "cut off near its 0.5 s deadline (the drip alone would take 200 s)")
+        XCTAssertEqual(HTTPClient.deadline.answer, 120, "the documented deadline for the API's answers")
+    }
+
+    /// Tokens never cross a network in clear text: plain http carries them only to this machine;
+    /// elsewhere the request is refused before anything is sent, as Apple's ATS refuses it.
+    func testTokensAreNeverSentOverPlainHTTPToAnotherMachine() async throws {
+        let started = Date()
+        do {
+            // 192.0.2.1 is TEST-NET-1: nothing answers there, so a connection attempt would hang.
+            _ = try await MusicDataRequest(urlRequest: URLRequest(url: URL(string: "http://192.0.2.1/v1/me/library/songs")!)).response()
+            XCTFail("tokens over plain http to another machine must be refused")
+        } catch let error as URLError {
+            XCTAssertEqual(error.code, .appTransportSecurityRequiresSecureConnection)
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "refused before connecting")
+        // Without credentials, plain http elsewhere is the caller's business.
+        var plain = URLRequest(url: URL(string: "http://192.0.2.1/x")!)
+        plain.timeoutInterval = 0.2
+        XCTAssertThrowsError(try HTTPClient.send(plain)) { XCTAssertNotEqual(($0 as? URLError)?.code, .appTransportSecurityRequiresSecureConnection) }
+        for host in ["localhost", "127.0.0.1", "127.8.9.10", "[::1]", "::1"] { XCTAssertTrue(HTTPClient.isLoopback(host), host) }
+        for host in ["192.0.2.1", "example.com", "128.0.0.1", "localhost.example.com"] { XCTAssertFalse(HTTPClient.isLoopback(host), host) }
+    }
+
     func testRejectedTokensAreExplainedWithoutShowingThem() async throws {
         let rejected = try serve { request in
             LocalHTTPServer.Answer(status: request.target.hasPrefix("/v1/me") ? 403 : 401, body: Data())

@@ -43,6 +43,9 @@ final class LocalHTTPServer: @unchecked Sendable {
         var silent = false
         /// Send the body this many bytes at a time, waiting `interval` between (a slow network).
         var pace: (bytes: Int, interval: TimeInterval)?
+        /// Instead of an answer, these bytes over and over, `interval` apart, until the client
+        /// closes the connection (a hostile server: endless interim answers, endless headers).
+        var endless: (bytes: Data, interval: TimeInterval)?
     }
 
     let port: UInt16
@@ -96,6 +99,12 @@ final class LocalHTTPServer: @unchecked Sendable {
                 guard let request = readRequest(connection) else { return }
                 recorded.withLock { $0.append(request) }
                 let answer = respond(request)
+                if let endless = answer.endless {
+                    while endless.bytes.withUnsafeBytes({ send(connection, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 {
+                        if endless.interval > 0 { Thread.sleep(forTimeInterval: endless.interval) }
+                    }
+                    return
+                }
                 if answer.silent {
                     var byte: UInt8 = 0
                     _ = recv(connection, &byte, 1, 0)  // until the client gives up and closes
