@@ -22,7 +22,7 @@ extension Song {
         ]
         let id = LibraryStore.id(prefix: "i.", path)
         attributes["playParams"] = .object(["id": .string(id), "kind": .string("song"), "isLibrary": .bool(true)])
-        if let decoder = try? AudioFileDecoder(path: path) {
+        if let decoder = try? AudioFileDecoder.open(path: path) {
             let info = decoder.info
             attributes["artwork"] = LibraryArtwork.forFiles.artwork(embedded: decoder.coverArt, besides: path)
             if let title = info.title, !title.isEmpty { attributes["name"] = .string(title) }

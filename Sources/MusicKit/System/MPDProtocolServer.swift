@@ -17,6 +17,13 @@ import Synchronization
 /// `commands`. A URI is a file path, `file://…`, or `musickit:ID` (a catalog or library ID).
 /// Anything else gets MPD's `ACK [5@0] {command} unknown command`.
 ///
+/// `add` takes regular audio files only, answering as MPD does otherwise: `ACK [52]` for no
+/// such file, `ACK [50] No such song` for a directory, device, pipe or a file no decoder opens.
+/// On the TCP port (where another local user may be) it takes only files inside the library's
+/// folders and `musickit:` IDs; anything else is `ACK [4] Access denied`, existing or not.
+/// Work that may block (a file opened to check it, a catalog lookup, a search) runs on the
+/// client's own thread, outside the daemon's operations queue, so no one else waits for it.
+///
 /// Song IDs are the queue entries' serial numbers; positions are queue indices.
 final class MPDProtocolServer: @unchecked Sendable {
     // @unchecked: mutable state is in `state` (a Mutex); the player is thread-safe.
@@ -66,7 +73,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         let acceptors = ConnectionAcceptors(listener: listener, name: "musickitd.mpd", admit: { descriptor in
             !checkingUser || SystemPlayerWire.peerIsThisUser(descriptor)
         }, serve: { [weak self] descriptor in
-            self?.serve(descriptor)
+            self?.serve(descriptor, ownUser: checkingUser)
         })
         acceptors.start()
     }
@@ -91,8 +98,14 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     private final class Connection {
         let descriptor: Int32
+        /// Whether the peer is known to be the daemon's own user (the Unix socket checks it);
+        /// otherwise files are served only from the library's folders.
+        let ownUser: Bool
         var buffer: [UInt8] = []
-        init(descriptor: Int32) { self.descriptor = descriptor }
+        init(descriptor: Int32, ownUser: Bool) {
+            self.descriptor = descriptor
+            self.ownUser = ownUser
+        }
 
         func send(_ text: String) -> Bool {
             (try? Array(text.utf8).withUnsafeBytes { try SystemPlayerWire.sendAll($0, on: descriptor) }) != nil
@@ -116,8 +129,8 @@ final class MPDProtocolServer: @unchecked Sendable {
         }
     }
 
-    private func serve(_ descriptor: Int32) {
-        let connection = Connection(descriptor: descriptor)
+    private func serve(_ descriptor: Int32, ownUser: Bool) {
+        let connection = Connection(descriptor: descriptor, ownUser: ownUser)
         guard connection.send("OK MPD \(Self.protocolVersion)\n") else { return }
         var list: [String]?
         var listOK = false
@@ -173,7 +186,27 @@ final class MPDProtocolServer: @unchecked Sendable {
         var message: String
         func line(index: Int) -> String { "ACK [\(code)@\(index)] {\(command)} \(message)\n" }
         static let argument = 2, password = 3, permission = 4, unknown = 5, noExist = 50, system = 52, notPlaying = 55
+
+        /// MPD's answer for a URI that names nothing this client may queue.
+        init(_ error: SystemPlayerURIError, command: String) {
+            self.command = command
+            switch error.kind {
+            case .denied: (code, message) = (Failure.permission, "Access denied")
+            case .missing: (code, message) = (Failure.system, error.description)
+            case .noSuchSong: (code, message) = (Failure.noExist, "No such song")
+            }
+        }
+
+        init(code: Int, command: String, message: String) {
+            self.code = code
+            self.command = command
+            self.message = message
+        }
     }
+
+    /// Commands that only read the library and the catalog: run on the client's thread, since
+    /// a search may wait for the network.
+    private static let lookups: Set<String> = ["find", "search", "list", "tagtypes", "commands", "ping"]
 
     private func run(_ line: String, connection: Connection) -> Outcome {
         let words: [String]
@@ -183,7 +216,17 @@ final class MPDProtocolServer: @unchecked Sendable {
         if command == "close" { return .closed }
         if command == "idle" { return idle(Set(args), connection: connection) }
         do {
-            let output = try operations.sync { try perform(command, args) }
+            if Self.lookups.contains(command) { return .success(try perform(command, args, adding: nil)) }
+            var adding: PlayResolutionItem?
+            if command == "add" || command == "addid" {
+                guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
+                do throws(SystemPlayerURIError) {
+                    adding = try SystemPlayerServer.item(forURI: uri, within: connection.ownUser ? nil : MusicLibraryScanner.folders)
+                } catch {
+                    throw Failure(error, command: command)
+                }
+            }
+            let output = try operations.sync { try perform(command, args, adding: adding) }
             return .success(output)
         } catch let failure as Failure {
             return .failure(failure)
@@ -257,7 +300,8 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     // MARK: - Commands
 
-    private func perform(_ command: String, _ args: [String]) throws -> String {
+    /// Runs one command; `adding` is what `add`/`addid` named, already resolved.
+    private func perform(_ command: String, _ args: [String], adding: PlayResolutionItem?) throws -> String {
         func int(_ index: Int) throws -> Int {
             guard index < args.count, let value = Int(args[index]) else {
                 throw Failure(code: Failure.argument, command: command, message: "Integer expected: \(index < args.count ? args[index] : "nothing")")
@@ -320,13 +364,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             let value = try number(0)
             player.playbackTime = text.hasPrefix("+") || text.hasPrefix("-") ? player.playbackTime + value : value
         case "add", "addid":
-            guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
-            let item: PlayResolutionItem
-            do throws(SystemPlayerURIError) {
-                item = try SystemPlayerServer.item(forURI: uri)
-            } catch {
-                throw Failure(code: Failure.noExist, command: command, message: error.description)
-            }
+            guard let item = adding else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
             let count = entries().count
             try waitFor { [player] in try await player.queue.insert(item.item, position: .tail) }
             var all = entries()

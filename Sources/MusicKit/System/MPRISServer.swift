@@ -298,7 +298,7 @@ final class MPRISServer: @unchecked Sendable {
                 if moved { seeked(to: target, on: connection) }
             case "OpenUri":
                 guard let uri = arguments.first?.string else { return Self.invalidArguments("OpenUri needs a URI") }
-                let item = try SystemPlayerServer.item(forURI: uri)
+                let item = try SystemPlayerServer.item(forURI: uri)  // outside the operations queue: it may block
                 try operations.sync {
                     // After the current entry, then to it: the rest of the queue stays.
                     let before = player.queue.entries

@@ -434,7 +434,20 @@ package final class SystemPlayerServer: @unchecked Sendable {
 }
 
 /// A URI that names nothing playable.
+/// Why a URI names nothing a client may queue, in the kinds MPD tells apart.
 struct SystemPlayerURIError: Error, CustomStringConvertible {
+    enum Kind {
+        /// Outside what this client may read (a TCP client and a file outside the library's
+        /// folders): MPD's `ACK [4] Access denied`, whether or not the file exists.
+        case denied
+        /// No such file: MPD's `ACK [52] Failed to access …`.
+        case missing
+        /// Not a regular audio file (a directory, a device, a pipe, text, unreadable) or no such
+        /// song ID: MPD's `ACK [50] No such song`.
+        case noSuchSong
+    }
+
+    let kind: Kind
     let description: String
 }
 
@@ -446,8 +459,12 @@ struct PlayResolutionItem: @unchecked Sendable {
 
 extension SystemPlayerServer {
     /// What a URI that a client (MPD's `add`, MPRIS's `OpenUri`) names: a file (an absolute path
-    /// or `file://`), or `musickit:ID` (a catalog or library song).
-    static func item(forURI uri: String) throws(SystemPlayerURIError) -> PlayResolutionItem {
+    /// or `file://`) that is a regular file an audio decoder opens, or `musickit:ID` (a catalog
+    /// or library song). With `folders` (a client another user may be behind: the TCP port),
+    /// only files whose real path (symbolic links resolved) is inside one of them: MPD's rule,
+    /// so that such a client cannot learn which of the owner's files exist. Blocking (a file
+    /// open, a catalog lookup): call it outside the daemon's operations queue.
+    static func item(forURI uri: String, within folders: [URL]? = nil) throws(SystemPlayerURIError) -> PlayResolutionItem {
         if uri.hasPrefix("musickit:") {
             let id = String(uri.dropFirst("musickit:".count))
             let found: PlayResolutionItem?
@@ -461,16 +478,39 @@ extension SystemPlayerServer {
                     return try await library.response().items.first.map { PlayResolutionItem(item: $0) }
                 }
             } catch {
-                throw SystemPlayerURIError(description: "could not look up \(id): \(error)")
+                throw SystemPlayerURIError(kind: .noSuchSong, description: "could not look up \(id): \(error)")
             }
-            guard let found else { throw SystemPlayerURIError(description: "No such song: \(id)") }
+            guard let found else { throw SystemPlayerURIError(kind: .noSuchSong, description: "No such song: \(id)") }
             return found
         }
         let path = uri.hasPrefix("file://") ? URL(string: uri)?.path ?? uri : uri
-        guard path.hasPrefix("/"), FileManager.default.fileExists(atPath: path) else {
-            throw SystemPlayerURIError(description: "No such file: \(uri) (give an absolute path, file://… or musickit:ID)")
+        guard path.hasPrefix("/") else {
+            throw SystemPlayerURIError(kind: .noSuchSong, description: "No such song: \(uri) (give an absolute path, file://… or musickit:ID)")
         }
+        if let folders {
+            let roots = folders.compactMap { realPath($0.path) }
+            guard let real = realPath(path), roots.contains(where: { real == $0 || real.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+                throw SystemPlayerURIError(kind: .denied, description: "Access denied: \(uri) is not in the library's folders")
+            }
+        }
+        let decoder: AudioFileDecoder
+        do {
+            decoder = try AudioFileDecoder(path: Song.standardizedPath(path))
+        } catch {
+            if case .missing = error.reason {
+                throw SystemPlayerURIError(kind: .missing, description: "Failed to access \(path): No such file or directory")
+            }
+            throw SystemPlayerURIError(kind: .noSuchSong, description: "No such song: \(error)")
+        }
+        decoder.keepForReuse()  // Song(filePath:) takes it
         return PlayResolutionItem(item: Song(filePath: path))
+    }
+
+    /// `path` with symbolic links, "." and ".." resolved; nil when it does not exist.
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = Glibc.realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 }
 

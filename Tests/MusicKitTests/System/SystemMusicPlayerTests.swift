@@ -341,16 +341,50 @@ final class SystemPlayerMPDTests: XCTestCase {
 
         let other = MusicKitEnvironment(root: try makeTemporaryDirectory(self), assetsDirectory: MusicKitEnvironment.bundledAssets(),
                                         applicationIdentifier: "musickit-tests")
+        let library = directory.appendingPathComponent("Music")
+        try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
+        try MusicLibraryScanner.setFolders([library], environment: other)
         setenv("MUSICKIT_MPD_PORT", "\(port)", 1)
         let player = SystemMusicPlayer(environment: other)
         defer { unsetenv("MUSICKIT_MPD_PORT") }
         _ = try player.daemonProcessID()  // started with the variable
         addTeardownBlock { try? player.stopDaemon() }
-        let song = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 22_050, into: directory).songs.first?.resource.string("filePath"))
+        let song = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 22_050, into: library).songs.first?.resource.string("filePath"))
         XCTAssertEqual(try mpcTCP("add", song).code, 0)
         let listed = try mpcTCP("-f", "%title%", "playlist")
         XCTAssertEqual(listed.code, 0, listed.out)
         XCTAssertEqual(listed.out, "Tone 1\n")
+
+        // Another local user may be behind the port: only the library's files (issue #42: it
+        // told anyone which of the owner's files exist, and read their tags). Existing or not,
+        // outside or reached through a link that leads outside: MPD's "Access denied".
+        let outside = try XCTUnwrap(try GeneratedSongs.tones([550], frames: 22_050, into: directory).songs.first?.resource.string("filePath"))
+        try FileManager.default.createSymbolicLink(atPath: library.appendingPathComponent("link.wav").path, withDestinationPath: outside)
+        let mpd = try MPDSocket(port: port)
+        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        for uri in [outside, "file://" + outside, library.appendingPathComponent("link.wav").path,
+                    library.path + "/../" + URL(fileURLWithPath: outside).lastPathComponent, "/etc/passwd", "/no/such/file.flac"] {
+            XCTAssertEqual(mpd.exchange("add \"\(uri)\"\n"), "ACK [4@0] {add} Access denied\n", uri)
+        }
+        XCTAssertEqual(mpd.exchange("add \"\(song)\"\n"), "OK\n", "inside the library's folders")
+        XCTAssertEqual(try mpcTCP("playlist").out.split(separator: "\n").count, 2, "only the library's song was added, twice")
+    }
+
+    /// `add` takes regular audio files, answering as MPD 0.23 answers otherwise (issue #42: a
+    /// directory, /dev/zero, a pipe or /etc/passwd were queued and answered OK).
+    func testAddRefusesWhatIsNotARegularAudioFileAsMPDDoes() throws {
+        let fifo = directory.appendingPathComponent("fifo").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let text = directory.appendingPathComponent("notes.flac")
+        try Data("not audio\n".utf8).write(to: text)
+        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        for uri in ["/etc/passwd", "/dev/zero", fifo, directory.path, "file://" + text.path, "relative.flac"] {
+            XCTAssertEqual(mpd.exchange("add \"\(uri)\"\n"), "ACK [50@0] {add} No such song\n", uri)
+        }
+        XCTAssertEqual(mpd.exchange("add /no/such/file.flac\n"),
+                       "ACK [52@0] {add} Failed to access /no/such/file.flac: No such file or directory\n")
+        XCTAssertTrue(mpd.exchange("status\n").contains("playlistlength: 0\n"), "nothing was queued")
     }
 
     func testMpcAddsPlaysSkipsSearchesAndWakesFromIdle() throws {
@@ -451,6 +485,19 @@ private final class MPDSocket {
     private let socket: Int32
 
     init(path: String) throws { socket = try SystemPlayerWire.connect(to: path) }
+
+    /// A connection to 127.0.0.1:`port`.
+    init(port: UInt16) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { close(socket); throw POSIXError(.ECONNREFUSED) }
+    }
     deinit { close(socket) }
 
     func exchange(_ text: String, until done: (String) -> Bool = { $0.hasSuffix("OK\n") || $0.contains("ACK [") }) -> String {

@@ -125,7 +125,10 @@ final class SystemPlayerMPRISTests: XCTestCase {
 
         let missing = try playerctl("open", "file:///nonexistent/song.flac")
         XCTAssertNotEqual(missing.code, 0)
-        XCTAssertTrue(missing.out.contains("No such file: file:///nonexistent/song.flac"), missing.out)
+        XCTAssertTrue(missing.out.contains("Failed to access /nonexistent/song.flac: No such file or directory"), missing.out)
+        let notAudio = try playerctl("open", "file:///etc/passwd")
+        XCTAssertNotEqual(notAudio.code, 0, "not an audio file: refused, as by MPD's add")
+        XCTAssertTrue(notAudio.out.contains("No such song"), notAudio.out)
         XCTAssertEqual(try playerctl("metadata", "title").out, "Ezer Év\n", "nothing changed")
 
         XCTAssertEqual(try playerctl("stop").code, 0)
