@@ -13,6 +13,10 @@ import Synchronization
 /// after serving goes back to waiting, or ends when enough already wait. Linux wakes one waiter
 /// per connection. So 50 clients at once get 50 threads, and the daemon idles with `spare`.
 ///
+/// At most `maximumConnections` are served at once (MPD's `max_connections`, 100 by default): a
+/// connection beyond them is closed at once, so a flood of idle connections costs no more than
+/// that many threads.
+///
 /// `shutdown(2)` on the listener ends them; it must not be closed while they live, since a
 /// waiter that has not started yet would then accept on whatever socket reuses its number.
 final class ConnectionAcceptors: Sendable {
@@ -23,15 +27,21 @@ final class ConnectionAcceptors: Sendable {
     private let serve: @Sendable (Int32) -> Void
     private let failed: @Sendable (Int32) -> Void
     private let waiting = Atomic<Int>(0)
+    private let serving = Atomic<Int>(0)
+    /// Connections served at once, at most; more are closed on arrival.
+    let maximumConnections: Int
+    static let defaultMaximumConnections = 100
 
     /// `admit` decides whether a connection is served (refused ones are closed); `serve` serves
     /// one until its peer leaves (the descriptor is closed after it); `failed` hears about
     /// `accept` errors other than an interrupted or aborted connection.
-    init(listener: Int32, name: String, spare: Int = 2, admit: @escaping @Sendable (Int32) -> Bool,
+    init(listener: Int32, name: String, spare: Int = 2, maximumConnections: Int = ConnectionAcceptors.defaultMaximumConnections,
+         admit: @escaping @Sendable (Int32) -> Bool,
          serve: @escaping @Sendable (Int32) -> Void, failed: @escaping @Sendable (Int32) -> Void = { _ in }) {
         self.listener = listener
         self.name = name
         self.spare = max(1, spare)
+        self.maximumConnections = max(1, maximumConnections)
         self.admit = admit
         self.serve = serve
         self.failed = failed
@@ -77,7 +87,8 @@ final class ConnectionAcceptors: Sendable {
             }
             if stillWaiting == 0 { startWaiter() }  // the next client finds a thread waiting
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-            if admit(descriptor) { serve(descriptor) }
+            if serving.add(1, ordering: .relaxed).newValue <= maximumConnections, admit(descriptor) { serve(descriptor) }
+            serving.subtract(1, ordering: .relaxed)
             close(descriptor)
             if staysWhenIdle {
                 waiting.add(1, ordering: .relaxed)

@@ -47,7 +47,11 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     private let state = Mutex(State())
     static let protocolVersion = "0.23.5"
+    /// A command line longer than this ends the connection.
     static let maximumLineBytes = 65_536
+    /// A command list longer than this (its lines' bytes) ends the connection, as MPD's
+    /// `max_command_list_size` (2 MiB by default) does.
+    static let maximumCommandListBytes = 2 << 20
 
     /// The daemon's queue for changes to the player (commands run there, one at a time).
     private let operations: DispatchQueue
@@ -133,11 +137,13 @@ final class MPDProtocolServer: @unchecked Sendable {
         let connection = Connection(descriptor: descriptor, ownUser: ownUser)
         guard connection.send("OK MPD \(Self.protocolVersion)\n") else { return }
         var list: [String]?
+        var listBytes = 0
         var listOK = false
         while let line = connection.readLine() {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed == "command_list_begin" || trimmed == "command_list_ok_begin" {
                 list = []
+                listBytes = 0
                 listOK = trimmed == "command_list_ok_begin"
                 continue
             }
@@ -162,6 +168,8 @@ final class MPDProtocolServer: @unchecked Sendable {
                 continue
             }
             if list != nil {
+                listBytes += trimmed.utf8.count + 1
+                guard listBytes <= Self.maximumCommandListBytes else { return }  // MPD closes too
                 list?.append(trimmed)
                 continue
             }

@@ -25,6 +25,11 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// Trying to play again after the device failed (`resumeWhenTheDeviceIsBack`).
     private let resuming = Atomic<Bool>(false)
     private let persistQueue = DispatchQueue(label: "musickitd.persist")
+    /// A state write is scheduled and has not taken its snapshot yet (`persist`).
+    private let writePending = Atomic<Bool>(false)
+    /// Changes are saved at most this often: the state file is rewritten whole (atomically), and
+    /// 3,000 `add`s one by one wrote 2.56 GB (issue #42). A change is on disk within this time.
+    static let stateWriteInterval: DispatchTimeInterval = .milliseconds(250)
     /// Every change to the player, from any client (this protocol's and MPD's) and the daemon's
     /// own preparing, runs here, one at a time: the player's transport is not made for two
     /// callers at once (a prepare racing a play).
@@ -364,8 +369,15 @@ package final class SystemPlayerServer: @unchecked Sendable {
         }
     }
 
+    /// Saves the state soon: changes in one `stateWriteInterval` share one write.
     private func persist() {
-        persistQueue.async { [weak self] in self?.writeState() }
+        guard !writePending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        persistQueue.asyncAfter(deadline: .now() + Self.stateWriteInterval) { [weak self] in
+            guard let self else { return }
+            // Cleared before the snapshot: a change made while writing schedules the next write.
+            writePending.store(false, ordering: .releasing)
+            writeState()
+        }
     }
 
     /// Writes the queue, the current entry, the position and the modes (atomically).

@@ -162,8 +162,14 @@ enum SystemPlayerWire {
         guard length <= maximumMessageBytes else {
             throw SystemPlayerWireError(description: "a message of \(length) bytes is over the limit of \(maximumMessageBytes)")
         }
-        var body = [UInt8](repeating: 0, count: length)
-        _ = try readFully(descriptor, &body, allowEnd: false)
+        // Grown as the bytes arrive: a header alone reserves no more than the first piece.
+        var body: [UInt8] = []
+        body.reserveCapacity(min(length, 65_536))
+        while body.count < length {
+            var piece = [UInt8](repeating: 0, count: min(length - body.count, max(body.count, 65_536)))
+            _ = try readFully(descriptor, &piece, allowEnd: false)
+            body += piece
+        }
         guard let object = (try? JSONValue.parse(Data(body)))?.object else {
             throw SystemPlayerWireError(description: "a message that is not a JSON object")
         }

@@ -467,6 +467,84 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(try mpc("repeat", "off").code, 0, "another command is answered too")
     }
 
+    /// The limits a flooding client meets (issue #42): a command list past 2 MiB ends its
+    /// connection, as MPD's does; connections past 100 are closed on arrival; a frame's header
+    /// alone reserves no 4 MiB; 1,000 `add`s rewrite the state file a few times, not 1,000
+    /// (it was 2.56 GB for 3,000). Another client is answered throughout.
+    func testAFloodingClientMeetsDocumentedLimitsAndOthersAreStillAnswered() throws {
+        let mpdPath = SystemPlayerServer.mpdSocketURL(environment).path
+        let daemon = try SystemMusicPlayer(environment: environment).daemonProcessID()
+        func daemonFigure(_ file: String, _ key: String) throws -> Int {
+            let text = try String(contentsOfFile: "/proc/\(daemon)/\(file)", encoding: .utf8)
+            let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix(key) })
+            return try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? ""))
+        }
+
+        // 1,000 adds in one list: a state file of ~1,000 entries is written a few times.
+        let path = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 4_410, into: directory).songs.first?.resource.string("filePath"))
+        let adder = try MPDSocket(path: mpdPath)
+        _ = adder.exchange("", until: { $0.hasSuffix("\n") })
+        let writtenBefore = try daemonFigure("io", "wchar:")
+        let adds = String(repeating: "add \"\(path)\"\n", count: 1_000)
+        XCTAssertEqual(adder.exchange("command_list_begin\n" + adds + "command_list_end\n"), "OK\n")
+        let stateFile = environment.dataDirectory.appendingPathComponent("system-player.json")
+        var saved = 0
+        let deadline = Date(timeIntervalSinceNow: 10)
+        repeat {
+            let data = (try? Data(contentsOf: stateFile)) ?? Data()
+            saved = data.count
+            let entries = (try? JSONValue.parse(data))?["parts"]?.array?.reduce(0) { $0 + ($1["entries"]?.array?.count ?? 0) }
+            if entries == 1_000 { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        } while Date() < deadline
+        let written = try daemonFigure("io", "wchar:") - writtenBefore
+        XCTAssertGreaterThan(saved, 100_000, "the 1,000 entries were saved")
+        // Coalesced: ~2 writes of the file here; one write per add: 26 times the file.
+        XCTAssertLessThan(written, saved * 10, "\(written) bytes written for a state file of \(saved): coalesced, not one write per add")
+
+        // A command list past 2 MiB: the connection ends, as MPD ends it.
+        let lister = try MPDSocket(path: mpdPath)
+        _ = lister.exchange("", until: { $0.hasSuffix("\n") })
+        let flood = "command_list_begin\n" + String(repeating: "ping\n", count: (MPDProtocolServer.maximumCommandListBytes / 5) + 10)
+        XCTAssertEqual(lister.exchange(flood, until: { _ in false }), "", "closed without an answer")
+
+        // Frame headers that promise 4 MiB each and send nothing more.
+        let residentBefore = try daemonFigure("status", "VmRSS:")
+        var promises: [Int32] = []
+        for _ in 0..<50 {
+            let socket = try SystemPlayerWire.connect(to: SystemPlayerWire.socketURL(environment).path)
+            let header: [UInt8] = [0x00, 0x40, 0x00, 0x00]  // 4 MiB
+            _ = header.withUnsafeBytes { send(socket, $0.baseAddress!, 4, Int32(MSG_NOSIGNAL)) }
+            promises.append(socket)
+        }
+        let other = try MPDSocket(path: mpdPath)
+        _ = other.exchange("", until: { $0.hasSuffix("\n") })
+        XCTAssertTrue(other.exchange("status\n").contains("playlistlength: 1000\n"), "another client is answered")
+        let grownKiB = try daemonFigure("status", "VmRSS:") - residentBefore
+        XCTAssertLessThan(grownKiB, 50 * 1_024, "50 headers reserved \(grownKiB) KiB (4 MiB each before)")
+        promises.forEach { close($0) }
+
+        // Past 100 connections at once, a new one is closed on arrival; once some leave, served.
+        var open: [MPDSocket] = [adder, lister, other]
+        while open.count < ConnectionAcceptors.defaultMaximumConnections {
+            let connection = try MPDSocket(path: mpdPath)
+            XCTAssertTrue(connection.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "connection \(open.count + 1)")
+            open.append(connection)
+        }
+        _ = open.remove(at: 1)  // the lister, already closed by the daemon
+        let extra = try MPDSocket(path: mpdPath)
+        XCTAssertTrue(extra.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the 100th")
+        let refused = try MPDSocket(path: mpdPath)
+        XCTAssertEqual(refused.exchange("", until: { _ in false }), "", "the 101st is closed on arrival")
+        open.removeAll()
+        let deadlineForRoom = Date(timeIntervalSinceNow: 5)
+        var greeting = ""
+        repeat {
+            greeting = try MPDSocket(path: mpdPath).exchange("", until: { $0.hasSuffix("\n") })
+        } while !greeting.hasPrefix("OK MPD") && Date() < deadlineForRoom
+        XCTAssertTrue(greeting.hasPrefix("OK MPD"), "served again once the others left")
+    }
+
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
