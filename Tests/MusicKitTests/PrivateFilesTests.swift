@@ -50,15 +50,22 @@ final class PrivateFilesTests: XCTestCase {
         try Data(#"{"storefront":"us","data":[{"id":"900000001","type":"songs","attributes":{"name":"Mine"}}]}"#.utf8)
             .write(to: document)
         _ = try MusicCatalogIndex.importDocuments([document], environment: environment)
+        // Artwork scaled for a screen (issue #42: libpng's file writer made it 0644).
+        let cover = document.deletingLastPathComponent().appendingPathComponent("cover.png")
+        let red = RGBAImage(width: 4, height: 4, pixels: Array(repeating: [255, 0, 0, 255], count: 16).flatMap { $0 })
+        try red.pngData().write(to: cover)
+        let scaled = try ArtworkCache.file(for: cover.path, width: 2, height: 2)
+        XCTAssertEqual(try RGBAImage(imageFile: scaled.path), red.scaled(width: 2, height: 2), "the scaled image, readable")
 
         XCTAssertEqual(mode(environment.configDirectory), 0o700, "config folder")
         XCTAssertEqual(mode(environment.dataDirectory), 0o700, "data folder")
         let files = try [environment.configDirectory, environment.dataDirectory,
-                         environment.dataDirectory.appendingPathComponent("catalog-documents")].flatMap { folder in
+                         environment.dataDirectory.appendingPathComponent("catalog-documents"),
+                         environment.dataDirectory.appendingPathComponent("artwork")].flatMap { folder in
             try FileManager.default.contentsOfDirectory(atPath: folder.path).map { folder.appendingPathComponent($0) }
         }
         let names = Set(files.map(\.lastPathComponent))
-        for expected in ["account.json", "authorizations.json", "library.sqlite", "library.sqlite-wal", "catalog.sqlite", "mine.json"] {
+        for expected in ["account.json", "authorizations.json", "library.sqlite", "library.sqlite-wal", "catalog.sqlite", "mine.json", scaled.lastPathComponent] {
             XCTAssertTrue(names.contains(expected), "\(expected) among \(names.sorted())")
         }
         for file in files {

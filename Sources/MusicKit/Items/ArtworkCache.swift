@@ -68,12 +68,7 @@ enum ArtworkCache {
         if stat(target.path, &cached) == 0, cached.st_mtim.tv_sec >= original.st_mtim.tv_sec { return target }
         let image = try RGBAImage(imageFile: path).scaled(width: width, height: height)
         try PrivateFiles.ensureDirectory(directory)
-        let temporary = directory.appendingPathComponent(".\(name).\(getpid()).tmp")
-        try image.writePNG(to: temporary.path)
-        guard rename(temporary.path, target.path) == 0 else {
-            unlink(temporary.path)
-            throw RGBAImage.Failure(description: "\(target.path): \(String(cString: strerror(errno)))")
-        }
+        try PrivateFiles.writeAtomically(try image.pngData(), to: target)  // 0600, as every file of ours
         return target
     }
 }

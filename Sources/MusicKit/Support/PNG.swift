@@ -48,16 +48,31 @@ package struct RGBAImage: Sendable, Equatable {
         self.init(width: width, height: height, pixels: pixels)
     }
 
-    /// Writes the image as a PNG file.
-    package func writePNG(to path: String) throws(Failure) {
+    /// The image as a PNG file's bytes, made in memory so that the caller writes them with the
+    /// permissions it chooses (libpng's own file writer creates files as the umask says: 0644).
+    package func pngData() throws(Failure) -> Data {
         let png = try LibPNG.shared()
-        var image = png_image()
-        image.version = UInt32(PNG_IMAGE_VERSION)
-        image.width = UInt32(width)
-        image.height = UInt32(height)
-        image.format = musickit_png_format_rgba
-        let written = pixels.withUnsafeBytes { png.writeToFile(&image, path, 0, $0.baseAddress, 0, nil) }
-        guard written != 0 else { throw Failure(description: "\(path): \(Self.message(of: image))") }
+        func newImage() -> png_image {
+            var image = png_image()
+            image.version = UInt32(PNG_IMAGE_VERSION)
+            image.width = UInt32(width)
+            image.height = UInt32(height)
+            image.format = musickit_png_format_rgba
+            return image
+        }
+        var image = newImage()
+        var size = 0
+        // First the size it needs, then the bytes.
+        guard pixels.withUnsafeBytes({ png.writeToMemory(&image, nil, &size, 0, $0.baseAddress, 0, nil) }) != 0, size > 0 else {
+            throw Failure(description: "PNG: \(Self.message(of: image))")
+        }
+        var data = Data(count: size)
+        image = newImage()
+        let written = data.withUnsafeMutableBytes { output in
+            pixels.withUnsafeBytes { png.writeToMemory(&image, output.baseAddress, &size, 0, $0.baseAddress, 0, nil) }
+        }
+        guard written != 0 else { throw Failure(description: "PNG: \(Self.message(of: image))") }
+        return data.prefix(size)
     }
 
     /// The image scaled to `width`×`height`: each new pixel is the average of the pixels it covers
@@ -123,14 +138,14 @@ private struct LibPNG: @unchecked Sendable {
     let beginRead: @convention(c) (UnsafeMutablePointer<png_image>?, UnsafePointer<CChar>?) -> Int32
     let finishRead: @convention(c) (UnsafeMutablePointer<png_image>?, UnsafeRawPointer?, UnsafeMutableRawPointer?, Int32,
                                     UnsafeMutableRawPointer?) -> Int32
-    let writeToFile: @convention(c) (UnsafeMutablePointer<png_image>?, UnsafePointer<CChar>?, Int32, UnsafeRawPointer?, Int32,
-                                     UnsafeRawPointer?) -> Int32
+    let writeToMemory: @convention(c) (UnsafeMutablePointer<png_image>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int>?, Int32,
+                                       UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32
     let free: @convention(c) (UnsafeMutablePointer<png_image>?) -> Void
 
     private static let loaded: Result<LibPNG, RGBAImage.Failure> =
         DynamicLibrary.table("libpng16.so.16") { function throws(DynamicLibrary.Failure) in
             LibPNG(beginRead: try function("png_image_begin_read_from_file"), finishRead: try function("png_image_finish_read"),
-                   writeToFile: try function("png_image_write_to_file"), free: try function("png_image_free"))
+                   writeToMemory: try function("png_image_write_to_memory"), free: try function("png_image_free"))
         }.mapError { RGBAImage.Failure(description: $0.description) }
 
     static func shared() throws(RGBAImage.Failure) -> LibPNG { try loaded.get() }
