@@ -472,9 +472,13 @@ private final class GrowingSource {
     init(descriptor: Int32, growing: GrowingFile) {
         self.descriptor = descriptor
         self.growing = growing
+        growing.readerOpened()
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        growing.readerClosed()
+        close(descriptor)
+    }
 
     static let read: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<UInt8>?, Int32) -> Int32 = { opaque, buffer, size in
         let source = Unmanaged<GrowingSource>.fromOpaque(opaque!).takeUnretainedValue()

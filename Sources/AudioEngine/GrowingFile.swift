@@ -14,6 +14,10 @@ import Synchronization
 /// entry, when `stop()` comes — says so for its thread (`abandonWaits(onThisThreadWhen:)`): its
 /// waits then look every 50 ms and give up once the check says so.
 ///
+/// The writer asks `isUnwanted` as it goes: once every reader that opened the file has closed
+/// it and none has opened it again for `unwantedAfterSeconds`, nobody plays it any more (the
+/// player stopped, the queue was cleared) and the download may stop instead of running on.
+///
 /// Thread safety: any thread. The waits are the decoder thread's and, for a stream's first
 /// entry, the thread that starts it (never the audio thread's).
 package final class GrowingFile: @unchecked Sendable {
@@ -25,6 +29,12 @@ package final class GrowingFile: @unchecked Sendable {
     private var total: Int?
     private var finished = false
     private var failure: String?
+    /// Readers that have the file open now, and when the last one closed it.
+    private var readers = 0
+    private var lastReaderClosed: ContinuousClock.Instant?
+    /// How long a file nobody reads stays wanted: a reader that closes and opens it again (a
+    /// skip back to the entry) does so well within it.
+    package static let unwantedAfterSeconds = 2.0
 
     private static let registry = Mutex<[String: GrowingFile]>([:])
     /// Readers waiting for bytes right now, in every growing file (for the tests).
@@ -82,6 +92,29 @@ package final class GrowingFile: @unchecked Sendable {
         GrowingFile.registry.withLock { registry in
             if registry[path] === self { registry[path] = nil }
         }
+    }
+
+    /// A reader opened the file (its decoder): it is wanted until the matching `readerClosed`.
+    package func readerOpened() {
+        condition.lock()
+        readers += 1
+        condition.unlock()
+    }
+
+    package func readerClosed() {
+        condition.lock()
+        readers -= 1
+        if readers == 0 { lastReaderClosed = .now }
+        condition.unlock()
+    }
+
+    /// Every reader that opened the file closed it at least `unwantedAfterSeconds` ago and none
+    /// has opened it since. False while no reader has opened it yet (a download started ahead).
+    package var isUnwanted: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard readers == 0, let lastReaderClosed else { return false }
+        return lastReaderClosed.duration(to: .now) >= .seconds(GrowingFile.unwantedAfterSeconds)
     }
 
     package struct Progress: Sendable {

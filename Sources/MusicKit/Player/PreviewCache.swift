@@ -13,7 +13,10 @@ import Synchronization
 ///
 /// Limits: the folder holds at most `maximumBytes`, and one download at most
 /// `maximumPreviewBytes` (a server that never ended a preview filled 8 GB of disk in 30 s);
-/// a `.part` left by a process that died is removed once it is `stalePartSeconds` old.
+/// a download that nobody plays any more (its decoders closed: the player stopped, the queue
+/// was cleared; `GrowingFile.isUnwanted`) stops and leaves nothing; a `.part` left by a process
+/// that died is removed once it is `stalePartSeconds` old. A download started ahead for the
+/// next entry that is never opened runs to its end (bounded by `maximumPreviewBytes`).
 enum PreviewCache {
     static let maximumBytes = 256 << 20
     /// A preview is 30 s: ~1 MB of AAC, ~5 MB of ALAC. A download past this is not one.
@@ -30,8 +33,7 @@ enum PreviewCache {
     /// past `limit` bytes.
     static func file(for url: URL, environment: MusicKitEnvironment = .current, limit: Int = maximumPreviewBytes) throws -> String {
         let directory = directory(environment)
-        let fileExtension = url.pathExtension.isEmpty ? "m4a" : url.pathExtension.lowercased()
-        let path = directory.appendingPathComponent(LibraryStore.id(prefix: "", url.absoluteString) + "." + fileExtension).path
+        let path = path(for: url, environment: environment)
         return try starting.withLock { _ in
             if GrowingFile.growing(path) != nil { return path }
             if access(path, R_OK) == 0 {
@@ -51,6 +53,12 @@ enum PreviewCache {
         }
     }
 
+    /// Where the preview at `url` is kept (once downloaded).
+    static func path(for url: URL, environment: MusicKitEnvironment = .current) -> String {
+        let fileExtension = url.pathExtension.isEmpty ? "m4a" : url.pathExtension.lowercased()
+        return directory(environment).appendingPathComponent(LibraryStore.id(prefix: "", url.absoluteString) + "." + fileExtension).path
+    }
+
     /// One download starts at a time per path (a file asked for twice is downloaded once).
     private static let starting = Mutex(())
 
@@ -68,6 +76,7 @@ enum PreviewCache {
             request.timeoutInterval = 10
             try HTTPClient.download(request) { bytes, total in
                 guard (total ?? 0) <= limit, written + bytes.count <= limit else { throw PreviewTooLarge(limit: limit) }
+                guard !growing.isUnwanted else { throw PreviewUnwanted() }
                 try PrivateFiles.writeAll(bytes, to: descriptor, path: growing.partialPath)
                 written += bytes.count
                 growing.wrote(written, of: total)
@@ -83,6 +92,10 @@ enum PreviewCache {
         }
         growing.finish(failure: nil)
         evict(in: URL(fileURLWithPath: growing.path).deletingLastPathComponent(), keeping: growing.path)
+    }
+
+    struct PreviewUnwanted: Error, CustomStringConvertible {
+        var description: String { "nobody plays the preview any more; the download was stopped" }
     }
 
     struct PreviewTooLarge: Error, CustomStringConvertible {

@@ -158,6 +158,29 @@ final class PreviewPlaybackTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(stopping), 0.5, "stop did not wait for the download")
     }
 
+    /// A download nobody plays any more stops (issue #42: an endless preview went on after stop
+    /// and clear): once the player stopped and `GrowingFile.unwantedAfterSeconds` passed, the
+    /// connection is closed and no file is left, and the next play downloads it again.
+    func testADownloadNobodyPlaysAnyMoreStopsAndLeavesNothing() async throws {
+        let (song, previews) = try await pacedPreview("abandoned", bytes: 1_600, interval: 0.1)  // 8 s to download
+        let url = try XCTUnwrap(song.previewAssets?.first?.url)
+        let path = PreviewCache.path(for: url)
+        let player = makePlayer()
+        player.queue = [song]
+        try await player.play()
+        XCTAssertNotNil(GrowingFile.growing(path), "downloading while it plays")
+        player.stop()
+        let stopped = Date()
+        while GrowingFile.growing(path) != nil && Date().timeIntervalSince(stopped) < 6 {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        XCTAssertNil(GrowingFile.growing(path), "the download stopped")
+        XCTAssertLessThan(Date().timeIntervalSince(stopped), GrowingFile.unwantedAfterSeconds + 2, "soon after nobody played it")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "no file under the preview's name")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".part"), "no partial file")
+        XCTAssertTrue(previews.answersFinished.isEmpty, "the server never finished sending")
+    }
+
     /// A catalog song whose preview (a 4 s sweep, AAC at 256 kbit/s) the server sends `bytes` at
     /// a time, `interval` seconds apart; and the server.
     private func pacedPreview(_ name: String, bytes: Int, interval: TimeInterval) async throws -> (Song, LocalHTTPServer) {
