@@ -326,7 +326,7 @@ struct PeerBenchmarks {
 
 /// A line-oriented socket connection (MPD's protocol, mpv's IPC).
 final class LineConnection {
-    private let descriptor: Int32
+    let descriptor: Int32
 
     init(unixSocket path: String) throws {
         descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

@@ -8,14 +8,16 @@ import Foundation
 
 let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
-                      [--cost-rounds N] [--cost-window SECONDS] [--output FILE]
+                      [--protocol-cases N] [--cost-rounds N] [--cost-window SECONDS] [--output FILE]
 
 groups: cost, ttfa, skip, seek, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers, catalog, library, and
-fuzz (only when asked for: decoder fuzzing through `musickit probe`; exits 1 when a mutant crashed or hung)
+fuzz (only when asked for: decoder fuzzing through `musickit probe`, then protocol fuzzing of musickitd's MPD
+socket, wire and MPRIS, on the test sink; exits 1 when a mutant crashed or hung, or the daemon stopped answering)
 cost: CPU, wake-ups and the sound server's CPU per second of steady playback, playing and paused, for musickit
 (CLI and daemon), MPD, mpv and paplay in turn (--cost-rounds N rounds, default 3, of --cost-window SECONDS, default 15)
 --songs N: songs in the generated catalog (default 1,000,000)
---mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed
+--mutants N, --fuzz-seed N: how many mutated files the fuzz group decodes (default 2,000), and its seed (also the
+protocol fuzzer's); --protocol-cases N: how many hostile requests it sends musickitd (default 3,000)
 Needs MUSICKIT_TEST_PULSE_DEVICE and MUSICKIT_TEST_PULSE_MONITOR (scripts/with-test-sink sets them)
 for every group but ring and decode.
 MUSICKIT_BENCH_CLI: the musickit to time (scripts/bench passes scripts/build's); MUSICKIT_BENCH_CLI_OTHER:
@@ -31,6 +33,7 @@ var outputPath: String?
 var catalogSongs = 1_000_000
 var mutants = 2_000
 var fuzzSeed: UInt64 = 20_261_130
+var protocolCases = 3_000
 var costRounds = 3
 var costWindowSeconds = 15.0
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -53,6 +56,10 @@ while let argument = arguments.first {
     case "--fuzz-seed":
         guard let value = arguments.first.flatMap(UInt64.init) else { print(usage); exit(2) }
         fuzzSeed = value
+        arguments.removeFirst()
+    case "--protocol-cases":
+        guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
+        protocolCases = value
         arguments.removeFirst()
     case "--cost-rounds":
         guard let value = arguments.first.flatMap(Int.init), value > 0 else { print(usage); exit(2) }
@@ -103,6 +110,20 @@ if wants("fuzz") {
         .run(findingsDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
             .appendingPathComponent(".build/fuzz-findings"))
     fuzzFound = !findings.crashes.isEmpty || !findings.hangs.isEmpty
+    let processEnvironment = ProcessInfo.processInfo.environment
+    if let device = processEnvironment["MUSICKIT_TEST_PULSE_NATIVE_DEVICE"] ?? processEnvironment["MUSICKIT_TEST_PULSE_DEVICE"] {
+        progress("protocol fuzzing: \(protocolCases) cases against musickitd")
+        let musickitd = processEnvironment["MUSICKITD"].map { URL(fileURLWithPath: $0) }
+            ?? musickit.deletingLastPathComponent().appendingPathComponent("musickitd")
+        let protocolFindings = try ProtocolFuzzBenchmarks(musickitd: musickitd, device: device, cases: protocolCases, seed: fuzzSeed,
+                                                          songs: [fixtures.sweep, fixtures.silence, fixtures.gaplessFirst],
+                                                          report: report)
+            .run(findingsDirectory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+                .appendingPathComponent(".build/fuzz-findings"))
+        fuzzFound = fuzzFound || !protocolFindings.failures.isEmpty
+    } else {
+        progress("protocol fuzzing: skipped (no test sink: run through scripts/bench or scripts/with-test-sink)")
+    }
 }
 if wants("catalog") {
     progress("catalog of \(catalogSongs) songs")
