@@ -11,8 +11,8 @@ public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatabl
     case device(AudioOutputError)
     /// The stream did not fill within the time allowed.
     case timedOut(String)
-    /// `stop()` came while the first entry was opening (a download that had not delivered its
-    /// first bytes yet): nothing was started.
+    /// `stop()` came while the stream was opening, or `pause()` while its first entry waited for
+    /// a download's first bytes: nothing was started.
     case stopped
 
     public var description: String {
@@ -23,7 +23,7 @@ public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatabl
                 : "nothing to play: " + failures.map(\.description).joined(separator: "; ")
         case .device(let error): error.description
         case .timedOut(let what): "timed out: \(what)"
-        case .stopped: "stopped while the first entry was opening"
+        case .stopped: "stopped or paused while the first entry was opening"
         }
     }
 }
@@ -36,6 +36,12 @@ public enum AudioEngineError: Error, CustomStringConvertible, Sendable, Equatabl
 /// a lock-free queue and wake it with an eventfd.
 ///
 /// Thread safety: every method may be called from any thread; calls are serialized.
+/// Opening a stream (`play()`, `prepare()`: the first entry's file, maybe a download, and the
+/// device) happens outside the engine's lock, so that `pause()`, `stop()`, `status` and the
+/// position answer at once meanwhile: a pause that comes while a `play()` opens leaves the
+/// stream opened but not started (paused; `resume()` starts it) — or, when its first entry is
+/// waiting for a download's bytes, gives the opening up (`play()` throws `.stopped`; the next
+/// `play()` opens again) — and a stop cancels the start.
 /// Real-time safety: none of these methods may be called from a real-time thread (they take
 /// a mutex and may block); they never block the audio thread.
 public final class AudioEngine: Sendable {
@@ -48,10 +54,21 @@ public final class AudioEngine: Sendable {
         var status: AudioEngineStatus = .stopped
         /// The session's last seek: its position is reported until the audio thread has it.
         var pendingSeek: (serial: UInt64, frame: Int)?
+        /// A `play()` or `prepare()` is opening a session, outside the lock.
+        var isOpening = false
+        /// `pause()` came while it opened: the stream is not started.
+        var pausedWhileOpening = false
+        /// Events the opening session sent before it was the engine's (an entry that failed
+        /// while it prerolled), passed on once it is.
+        var earlyEvents: [(AudioEngineEvent, EngineSession)] = []
     }
     private let control = Mutex(ControlState())
-    /// How many times stop() was called (read without the lock; see openSessionIfNeeded).
+    /// Signalled when an opening ends, for a second `play()` that waits for the first's session.
+    private let openingEnded = NSCondition()
+    /// How many times stop() was called, and pause() while a stream opened (read without the
+    /// lock; see openSessionIfNeeded).
     private let stopsRequested = Atomic<Int>(0)
+    private let pausesWhileOpening = Atomic<Int>(0)
 
     private let listeners = EventListeners<AudioEngineEvent>()
     /// The handler `setEventHandler` set.
@@ -158,18 +175,45 @@ public final class AudioEngine: Sendable {
         let status = control.withLock { $0.status }
         if status == .finished { stop() }
         let session = try openSessionIfNeeded(startSeconds: startSeconds)
-        control.withLock { $0.status = .playing }
-        session.send(status == .paused ? .resume : .start)
+        let command = control.withLock { state -> AudioCommand? in
+            guard state.session === session else { return nil }  // stopped just now
+            if state.pausedWhileOpening {
+                state.pausedWhileOpening = false
+                state.status = .paused
+                return nil
+            }
+            state.status = .playing
+            return status == .paused ? .resume : .start
+        }
+        if let command { session.send(command) }
     }
 
-    /// Pauses; `play()` or `resume()` continues from the same frame.
+    /// Pauses; `play()` or `resume()` continues from the same frame. While a `play()` is still
+    /// opening the stream, the stream is opened but not started.
     public func pause() {
-        sendIfOpen(.pause) { status in status == .playing ? .paused : status }
+        control.withLock { state in
+            guard let session = state.session else {
+                if state.isOpening {
+                    state.pausedWhileOpening = true
+                    pausesWhileOpening.add(1, ordering: .releasing)
+                }
+                return
+            }
+            if state.status == .playing { state.status = .paused }
+            session.send(.pause)
+        }
     }
 
-    /// Continues after `pause()`.
+    /// Continues after `pause()` (and undoes a pause that came while `play()` opened).
     public func resume() {
-        sendIfOpen(.resume) { status in status == .paused ? .playing : status }
+        control.withLock { state in
+            guard let session = state.session else {
+                state.pausedWhileOpening = false
+                return
+            }
+            if state.status == .paused { state.status = .playing }
+            session.send(.resume)
+        }
     }
 
     /// Stops playback and closes the device. The queue stays; `play()` starts it over.
@@ -318,7 +362,10 @@ public final class AudioEngine: Sendable {
     /// could be taken for the new queue's first entry).
     func deliver(_ event: AudioEngineEvent, from session: EngineSession) {
         let isCurrent = control.withLock { state in
-            guard state.session === session else { return false }
+            guard state.session === session else {
+                if state.isOpening && state.session == nil { state.earlyEvents.append((event, session)) }
+                return false
+            }
             if event == .queueFinished { state.status = .finished }
             if case .deviceFailed = event { state.status = .stopped }
             return true
@@ -332,35 +379,68 @@ public final class AudioEngine: Sendable {
     // MARK: - Session
 
     private func openSessionIfNeeded(startSeconds: Double) throws(AudioEngineError) -> EngineSession {
-        // The first entry opens on this thread, under the lock; when it is a download that has
-        // not delivered its first bytes, its reads wait — until a stop() comes (checked every
-        // 50 ms), not for the download's whole timeout with stop() waiting for the lock.
+        // The session opens on this thread, outside the lock: the first entry's file (a slow
+        // disk, a download that has not delivered its first bytes) and the device (a sound
+        // server that is slow to answer). Meanwhile the other calls answer at once; a stop()
+        // cancels the opening (a download's reads give up within 50 ms of it).
         let stops = stopsRequested.load(ordering: .acquiring)
+        let pauses = pausesWhileOpening.load(ordering: .acquiring)
         GrowingFile.abandonWaits(onThisThreadWhen: { [weak self] in
-            self.map { $0.stopsRequested.load(ordering: .acquiring) != stops } ?? true
+            self.map { $0.stopsRequested.load(ordering: .acquiring) != stops || $0.pausesWhileOpening.load(ordering: .acquiring) != pauses }
+                ?? true
         })
         defer { GrowingFile.clearAbandonCheck() }
-        let result: Result<(EngineSession, isNew: Bool), AudioEngineError> = control.withLock { state in
-            if let session = state.session { return .success((session, false)) }
-            guard let provider = state.provider else { return .failure(.noQueue) }
-            do throws(AudioEngineError) {
-                let session = try EngineSession(configuration: configuration, provider: provider,
-                                                startSeconds: startSeconds,
-                                                crossfadeSeconds: state.crossfadeSeconds) { [weak self] session, event in
-                    self?.deliver(event, from: session)
-                }
-                state.session = session
-                return .success((session, true))
-            } catch {
-                return .failure(error)
+        var begun: (provider: any AudioEntryProvider, crossfadeSeconds: Double)?
+        while begun == nil {
+            enum Next { case open(any AudioEntryProvider, Double), wait, ready(EngineSession) }
+            let next = control.withLock { state -> Result<Next, AudioEngineError> in
+                if let session = state.session { return .success(.ready(session)) }
+                guard let provider = state.provider else { return .failure(.noQueue) }
+                if state.isOpening { return .success(.wait) }
+                state.isOpening = true
+                state.pausedWhileOpening = false
+                state.earlyEvents = []
+                return .success(.open(provider, state.crossfadeSeconds))
+            }
+            switch try next.get() {
+            case .ready(let session): return session
+            case .open(let provider, let crossfade): begun = (provider, crossfade)
+            case .wait:
+                // Another play() or prepare() is opening: its session is this one's too.
+                openingEnded.lock()
+                while control.withLock({ $0.isOpening }) { openingEnded.wait() }
+                openingEnded.unlock()
+                if stopsRequested.load(ordering: .acquiring) != stops { throw .stopped }
             }
         }
-        let (session, isNew) = try result.get()
-        // Entries that failed before the first one opened, reported outside the lock (the
-        // handler may call back into the engine); nothing is heard before `play()` goes on.
-        if isNew {
-            for (token, error) in session.failuresBeforeFirstEntry { deliver(.entryFailed(token, error), from: session) }
+        let opened = Result { () throws(AudioEngineError) -> EngineSession in
+            try EngineSession(configuration: configuration, provider: begun!.provider, startSeconds: startSeconds,
+                              crossfadeSeconds: begun!.crossfadeSeconds) { [weak self] session, event in
+                self?.deliver(event, from: session)
+            }
         }
+        let early = control.withLock { state -> [(AudioEngineEvent, EngineSession)]? in
+            state.isOpening = false
+            defer { state.earlyEvents = [] }
+            // A stop() (or a new queue, which stops) since this opening began: not started.
+            guard case .success(let session) = opened, stopsRequested.load(ordering: .acquiring) == stops,
+                  state.session == nil else { return nil }
+            state.session = session
+            return state.earlyEvents.filter { $0.1 === session }
+        }
+        openingEnded.lock()
+        openingEnded.broadcast()
+        openingEnded.unlock()
+        let session = try opened.get()
+        guard let early else {
+            session.close()
+            throw .stopped
+        }
+        // Entries that failed before the first one opened, and events the session sent before
+        // it was the engine's, passed on outside the lock (the handler may call back into the
+        // engine); nothing is heard before `play()` goes on.
+        for (token, error) in session.failuresBeforeFirstEntry { deliver(.entryFailed(token, error), from: session) }
+        for (event, _) in early { deliver(event, from: session) }
         return session
     }
 }

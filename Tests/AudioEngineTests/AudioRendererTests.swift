@@ -44,8 +44,11 @@ final class AudioRendererTests: XCTestCase {
         var renderPeriodFrames: Int { configuration.renderPeriodFrames(at: 44_100) }
     }
 
-    /// A rig whose output has `capabilities`, its entries `entrySeconds` long.
-    private func rig(_ entrySeconds: [Double], capabilities: AudioOutputCapabilities = [.pause, .prepareDiscardsPlayback]) throws -> Rig {
+    /// A rig whose output has `capabilities`, its entries `entrySeconds` long. With `slowOpen`,
+    /// opening the output signals `entered` and then waits for `gate` (a sound server slow to
+    /// answer, a USB device waking up).
+    private func rig(_ entrySeconds: [Double], capabilities: AudioOutputCapabilities = [.pause, .prepareDiscardsPlayback],
+                     slowOpen: (entered: DispatchSemaphore, gate: DispatchSemaphore)? = nil) throws -> Rig {
         let name = "manual-clock-\(UUID().uuidString)"
         var configuration = AudioEngineConfiguration(deviceName: name)
         configuration.sampleFormats = [.int16]
@@ -66,6 +69,10 @@ final class AudioRendererTests: XCTestCase {
         let engine = AudioEngine(configuration: configuration)
         let rig = Rig(engine: engine, configuration: configuration, signals: signals)
         AudioOutputs.register(name) { [rig] name, request throws(AudioOutputError) in
+            if let slowOpen {
+                slowOpen.entered.signal()
+                slowOpen.gate.wait()
+            }
             let output = try ManualClockOutput(name: name, request: request, capabilities: capabilities)
             rig.opened.withLock { $0 = output }
             return output
@@ -365,6 +372,77 @@ final class AudioRendererTests: XCTestCase {
         }
         XCTAssertTrue(rig.events.withLock { $0.contains { $0.event == .queueFinished } },
                       "the queue ended: \(rig.events.withLock { $0.map(\.event) })")
+    }
+
+    // MARK: - Control while a stream opens
+
+    /// Opening a stream (the device, the first file) happens outside the engine's lock: while a
+    /// `play()` waits for a slow device, `pause()`, `status` and the position answer at once
+    /// (issue #42: a client's pause waited for another's slow open). The pause is kept: the
+    /// stream opens unstarted, nothing is heard, and `resume()` starts it from its first frame.
+    func testAPauseWhileTheStreamOpensAnswersAtOnceAndKeepsItUnstarted() throws {
+        let slowOpen = (entered: DispatchSemaphore(value: 0), gate: DispatchSemaphore(value: 0))
+        let rig = try rig([2], slowOpen: slowOpen)
+        let played = DispatchSemaphore(value: 0)
+        let playResult = Mutex<Result<Void, AudioEngineError>?>(nil)
+        Thread.detachNewThread {
+            let result = Result { () throws(AudioEngineError) in try rig.engine.play() }
+            playResult.withLock { $0 = result }
+            played.signal()
+        }
+        XCTAssertEqual(slowOpen.entered.wait(timeout: .now() + 10), .success, "play() reached the output's open")
+        let answered = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            rig.engine.pause()
+            _ = rig.engine.status
+            _ = rig.engine.position
+            answered.signal()
+        }
+        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success, "pause() and status answered while the open waits")
+        XCTAssertNil(playResult.withLock { $0 }, "play() was still opening: the gate is closed")
+        slowOpen.gate.signal()
+        XCTAssertEqual(played.wait(timeout: .now() + 10), .success)
+        XCTAssertNoThrow(try playResult.withLock { $0 }?.get())
+        XCTAssertEqual(rig.engine.status, .paused, "paused before it started")
+        rig.output.advance(frames: rate)
+        XCTAssertEqual(rig.output.snapshot.heardFrames, 0, "nothing heard")
+        XCTAssertFalse(rig.output.operationLog.contains { $0.operation == .start }, "never started: \(rig.output.operationLog)")
+        rig.engine.resume()
+        rig.output.wait("the start") { $0.phase == .running }
+        rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+        play(rig, frames: rate / 2)
+        assertHeard(rig.output.heard, equals: frames(rig.signals[0], 0 ..< rate / 2), "from the first frame once resumed")
+    }
+
+    /// A `stop()` while a `play()` waits for a slow device returns at once; the `play()` then
+    /// fails with `.stopped` and the output it opened is closed, never started.
+    func testAStopWhileTheStreamOpensReturnsAtOnceAndCancelsTheStart() throws {
+        let slowOpen = (entered: DispatchSemaphore(value: 0), gate: DispatchSemaphore(value: 0))
+        let rig = try rig([2], slowOpen: slowOpen)
+        let played = DispatchSemaphore(value: 0)
+        let playResult = Mutex<Result<Void, AudioEngineError>?>(nil)
+        Thread.detachNewThread {
+            let result = Result { () throws(AudioEngineError) in try rig.engine.play() }
+            playResult.withLock { $0 = result }
+            played.signal()
+        }
+        XCTAssertEqual(slowOpen.entered.wait(timeout: .now() + 10), .success)
+        let stopped = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            rig.engine.stop()
+            stopped.signal()
+        }
+        XCTAssertEqual(stopped.wait(timeout: .now() + 10), .success, "stop() answered while the open waits")
+        slowOpen.gate.signal()
+        XCTAssertEqual(played.wait(timeout: .now() + 10), .success)
+        let failure: AudioEngineError? = playResult.withLock { result in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        XCTAssertEqual(failure, .stopped, "the start was cancelled")
+        XCTAssertEqual(rig.engine.status, .stopped)
+        XCTAssertTrue(rig.output.wasClosed, "the output opened meanwhile was closed")
+        XCTAssertFalse(rig.output.operationLog.contains { $0.operation == .start }, "never started")
     }
 
     func testStoppingTheEngineClosesTheOutput() throws {

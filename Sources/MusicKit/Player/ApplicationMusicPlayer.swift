@@ -376,12 +376,19 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
     }
 
+    /// Pauses. A `play()` still starting (its first entry opening, a download's first bytes
+    /// awaited) returns, and the stream stays unstarted until `play()`.
     public override func pause() {
         endSeekingTimer()
-        control.withLock { if $0.intent == .playing { $0.intent = .paused } }
+        let (starting, waiters) = control.withLock { control in
+            if control.intent == .playing { control.intent = .paused }
+            defer { control.startWaiters = [] }
+            return (!control.startWaiters.isEmpty, control.startWaiters)
+        }
         engine.pause()
         // Interrupted (the device failed): paused there; play() starts where it was heard.
-        if engine.status == .paused || state.playbackStatus == .interrupted { state.setPlaybackStatus(.paused) }
+        if engine.status == .paused || starting || state.playbackStatus == .interrupted { state.setPlaybackStatus(.paused) }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Stops playback; the queue and its current entry stay, `play()` starts that entry over.

@@ -22,7 +22,8 @@ import Synchronization
 /// On the TCP port (where another local user may be) it takes only files inside the library's
 /// folders and `musickit:` IDs; anything else is `ACK [4] Access denied`, existing or not.
 /// Work that may block (a file opened to check it, a catalog lookup, a search) runs on the
-/// client's own thread, outside the daemon's operations queue, so no one else waits for it.
+/// client's own thread, outside the daemon's operations queue, so no one else waits for it;
+/// `pause` and `stop` too, so that they never wait for another client's `play`.
 ///
 /// Song IDs are the queue entries' serial numbers; positions are queue indices.
 final class MPDProtocolServer: @unchecked Sendable {
@@ -225,6 +226,10 @@ final class MPDProtocolServer: @unchecked Sendable {
         if command == "idle" { return idle(Set(args), connection: connection) }
         do {
             if Self.lookups.contains(command) { return .success(try perform(command, args, adding: nil)) }
+            // Pausing and stopping never wait for another client's command (a play whose first
+            // entry is still opening): the player takes them from any thread.
+            let pausing = command == "pause" && (args.first == "1" || (args.isEmpty && player.state.playbackStatus == .playing))
+            if command == "stop" || pausing { return .success(try perform(command, args, adding: nil)) }
             var adding: PlayResolutionItem?
             if command == "add" || command == "addid" {
                 guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }

@@ -253,7 +253,9 @@ final class MPRISServer: @unchecked Sendable {
         }
     }
 
-    /// The Player's methods, each on the daemon's operations queue like every other client's.
+    /// The Player's methods, each on the daemon's operations queue like every other client's,
+    /// but `Pause` and `Stop`, which the player takes from any thread: they never wait for
+    /// another client's play.
     private func control(_ member: String, _ arguments: [DBusValue], on connection: DBusConnection) -> DBusReply {
         let player = self.player
         do {
@@ -261,13 +263,13 @@ final class MPRISServer: @unchecked Sendable {
             case "Play":
                 try operations.sync { try waitFor { try await player.play() } }
             case "Pause":
-                operations.sync { player.pause() }
+                player.pause()
             case "PlayPause":
                 try operations.sync {
                     if player.state.playbackStatus == .playing { player.pause() } else { try waitFor { try await player.play() } }
                 }
             case "Stop":
-                operations.sync { player.stop() }
+                player.stop()
             case "Next":
                 operations.sync { player.skipToNextEntryBlocking() }
             case "Previous":

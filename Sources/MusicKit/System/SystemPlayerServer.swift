@@ -168,9 +168,11 @@ package final class SystemPlayerServer: @unchecked Sendable {
             let id = message["id"]?.int ?? 0
             let op = message["op"]?.string ?? ""
             do {
-                // Reading the state needs no turn; everything else waits for its turn.
-                let readOnly = op == "hello" || op == "state"
-                let result = readOnly ? try handle(message, from: client) : try operations.sync { try handle(message, from: client) }
+                // Reading the state needs no turn, and pausing and stopping take none (they never
+                // wait for another client's play whose first entry is still opening); everything
+                // else waits for its turn.
+                let immediate = ["hello", "state", "pause", "stop"].contains(op)
+                let result = immediate ? try handle(message, from: client) : try operations.sync { try handle(message, from: client) }
                 stateMessages.withLock {
                     var reply: SystemPlayerWire.Message = ["id": JSONValue(id), "ok": true, "state": snapshot()]
                     if let result { reply["result"] = result }

@@ -225,7 +225,7 @@ final class PreviewPlaybackTests: XCTestCase {
     }
 
     /// Nor when the download stalls before the first entry could even open: `play()` opens it
-    /// on its caller's thread, holding the engine's lock, and `stop()` needs that lock.
+    /// on its caller's thread, and `stop()` must not wait for it.
     func testAStopWhileTheFirstEntryWaitsForItsDownloadReturnsAtOnce() async throws {
         let (song, previews) = try await pacedPreview("head-stalls", bytes: 256, interval: 8)
         let player = makePlayer()
@@ -242,6 +242,26 @@ final class PreviewPlaybackTests: XCTestCase {
         }
         XCTAssertTrue(previews.answersFinished.isEmpty, "the download was not stalled when the player stopped")
         XCTAssertEqual(player.state.playbackStatus, .stopped)
+    }
+
+    /// Nor a pause (issue #42: another client's pause waited for a play whose first entry was
+    /// opening): `pause()` returns at once, the waiting `play()` returns too, the player is
+    /// paused, and nothing is heard once the bytes come; `play()` then starts it.
+    func testAPauseWhileTheFirstEntryWaitsForItsDownloadReturnsAtOnceAndHolds() async throws {
+        let (song, previews) = try await pacedPreview("head-stalls-paused", bytes: 256, interval: 8)
+        let player = makePlayer()
+        player.queue = [song]
+        let playing = Task { try await player.play() }
+        try await waitUntilTheDecoderWaits()
+        let pausing = Date()
+        player.pause()
+        XCTAssertLessThan(Date().timeIntervalSince(pausing), 2, "pause waited for the stalled download")
+        let outcome = await playing.result
+        XCTAssertLessThan(Date().timeIntervalSince(pausing), 2, "play() went on waiting once paused")
+        XCTAssertNoThrow(try outcome.get(), "paused before it was heard: play() returns")
+        XCTAssertEqual(player.state.playbackStatus, .paused)
+        XCTAssertTrue(previews.answersFinished.isEmpty, "the download was still stalled")
+        player.stop()
     }
 
     /// Nor a skip: the read gives up when the request comes, the next entry plays, and the
