@@ -349,7 +349,7 @@ struct ProtocolFuzzBenchmarks {
     /// pipe, a link to /dev/zero, a truncated WAV header.
     private func hostileFiles(in directory: URL) throws -> [String] {
         let empty = directory.appendingPathComponent("empty.flac")
-        FileManager.default.createFile(atPath: empty.path, contents: Data())
+        _ = FileManager.default.createFile(atPath: empty.path, contents: Data())
         let text = directory.appendingPathComponent("text.flac")
         try Data("not audio at all\n".utf8).write(to: text)
         let folder = directory.appendingPathComponent("folder.wav")

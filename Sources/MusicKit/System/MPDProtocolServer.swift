@@ -530,6 +530,10 @@ final class MPDProtocolServer: @unchecked Sendable {
     private static func range(_ text: String?, count: Int, command: String) throws -> Range<Int> {
         guard let text else { throw Failure(code: Failure.argument, command: command, message: "missing position") }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        // Positions are 32-bit, as MPD's: a larger one is refused before any arithmetic on it.
+        if parts.prefix(2).contains(where: { ($0.count > 10 || (Int($0) ?? 0) > Int(Int32.max)) && $0.allSatisfy(\.isNumber) }) {
+            throw Failure(code: Failure.argument, command: command, message: "Number too large: \(text)")
+        }
         guard let start = Int(parts[0]), start >= 0 else { throw Failure(code: Failure.argument, command: command, message: "Bad song index") }
         let end = parts.count > 1 ? (parts[1].isEmpty ? count : Int(parts[1]) ?? -1) : start + 1
         guard end >= start, end <= count, start < count || (start == end && start == count) else {

@@ -253,30 +253,61 @@ final class MPRISServer: @unchecked Sendable {
         }
     }
 
-    /// The Player's methods, each on the daemon's operations queue like every other client's,
-    /// but `Pause` and `Stop`, which the player takes from any thread: they never wait for
-    /// another client's play.
+    /// How long a call waits for its work on the operations queue before it is answered. The bus
+    /// thread serves every MPRIS call in turn: a play whose first entry opens slowly (another
+    /// client's, or this one's) must not hold it, or a `Pause` sent behind it would wait too.
+    static let replyWaitSeconds = 0.5
+
+    /// Runs `work` on the daemon's operations queue and waits for it `replyWaitSeconds` at most:
+    /// its result, or nil when it is still running (it goes on; a failure it meets later is logged).
+    private func onOperations<T: Sendable>(_ what: String, _ work: @escaping @Sendable () throws -> T) throws -> T? {
+        let outcome = OperationOutcome<T>()
+        operations.async { [log] in
+            let result = Result { try work() }
+            let abandoned = outcome.lock.withLock {
+                outcome.result = result
+                return outcome.abandoned
+            }
+            if abandoned, case .failure(let error) = result { log("MPRIS \(what) failed: \(error)") }
+            outcome.done.signal()
+        }
+        if outcome.done.wait(timeout: .now() + Self.replyWaitSeconds) == .timedOut {
+            let result = outcome.lock.withLock {
+                outcome.abandoned = outcome.result == nil
+                return outcome.result
+            }
+            guard let result else { return nil }
+            return try result.get()
+        }
+        return try outcome.lock.withLock { outcome.result }?.get()
+    }
+
+    /// The Player's methods, each on the daemon's operations queue like every other client's
+    /// (waited for `replyWaitSeconds` at most), but `Pause` and `Stop`, which the player takes
+    /// from any thread: they never wait for another client's play.
     private func control(_ member: String, _ arguments: [DBusValue], on connection: DBusConnection) -> DBusReply {
         let player = self.player
         do {
             switch member {
             case "Play":
-                try operations.sync { try waitFor { try await player.play() } }
+                try onOperations("Play") { try waitFor { try await player.play() } }
             case "Pause":
                 player.pause()
             case "PlayPause":
-                try operations.sync {
-                    if player.state.playbackStatus == .playing { player.pause() } else { try waitFor { try await player.play() } }
+                if player.state.playbackStatus == .playing {
+                    player.pause()
+                } else {
+                    try onOperations("PlayPause") { try waitFor { try await player.play() } }
                 }
             case "Stop":
                 player.stop()
             case "Next":
-                operations.sync { player.skipToNextEntryBlocking() }
+                try onOperations("Next") { player.skipToNextEntryBlocking() }
             case "Previous":
-                try operations.sync { try waitFor { try await player.skipToPreviousEntry() } }
+                try onOperations("Previous") { try waitFor { try await player.skipToPreviousEntry() } }
             case "Seek":
                 guard let offset = arguments.first?.int64 else { return Self.invalidArguments("Seek needs an offset in microseconds") }
-                let target = operations.sync { () -> Double? in
+                let target = try onOperations("Seek") { () -> Double? in
                     let target = max(0, player.playbackTime + Double(offset) / 1_000_000)
                     if let length = player.queue.currentEntry?.resource.duration(), target > length {
                         player.skipToNextEntryBlocking()  // past the end: the next track, as the specification says
@@ -285,23 +316,23 @@ final class MPRISServer: @unchecked Sendable {
                     player.playbackTime = target
                     return target
                 }
-                if let target { seeked(to: target, on: connection) }
+                if let target = target ?? nil { seeked(to: target, on: connection) }
             case "SetPosition":
                 guard arguments.count == 2, let track = arguments[0].string, let position = arguments[1].int64 else {
                     return Self.invalidArguments("SetPosition needs a track ID and a position in microseconds")
                 }
                 let target = Double(position) / 1_000_000
-                let moved = operations.sync { () -> Bool in
+                let moved = try onOperations("SetPosition") { () -> Bool in
                     guard let entry = player.queue.currentEntry, Self.trackID(entry) == track, target >= 0,
                           target <= entry.resource.duration() ?? .infinity else { return false }  // ignored, as specified
                     player.playbackTime = target
                     return true
                 }
-                if moved { seeked(to: target, on: connection) }
+                if moved == true { seeked(to: target, on: connection) }
             case "OpenUri":
                 guard let uri = arguments.first?.string else { return Self.invalidArguments("OpenUri needs a URI") }
                 let item = try SystemPlayerServer.item(forURI: uri)  // outside the operations queue: it may block
-                try operations.sync {
+                try onOperations("OpenUri") {
                     // After the current entry, then to it: the rest of the queue stays.
                     let before = player.queue.entries
                     try waitFor { try await player.queue.insert(item.item, position: .afterCurrentEntry) }
@@ -333,16 +364,16 @@ final class MPRISServer: @unchecked Sendable {
             case "Playlist": mode = .all
             default: return Self.invalidArguments("LoopStatus is None, Track or Playlist")
             }
-            operations.sync { player.state.repeatMode = mode }
+            _ = try? onOperations("LoopStatus") { player.state.repeatMode = mode }
             changed(["options"])
         case "Shuffle":
             guard let shuffle = value.boolean else { return Self.invalidArguments("Shuffle is a boolean") }
-            operations.sync { player.state.shuffleMode = shuffle ? .songs : .off }
+            _ = try? onOperations("Shuffle") { player.state.shuffleMode = shuffle ? .songs : .off }
             changed(["options"])
         case "Rate":
             guard let rate = value.double else { return Self.invalidArguments("Rate is a double") }
             if rate == 0 {
-                operations.sync { player.pause() }  // a rate of 0 pauses, as the specification says
+                player.pause()  // a rate of 0 pauses, as the specification says
                 changed(["player"])
             } else if rate != 1 {
                 return Self.invalidArguments("only a rate of 1 is supported (MinimumRate = MaximumRate = 1)")
@@ -413,4 +444,14 @@ final class MPRISServer: @unchecked Sendable {
         </node>
         """
     }
+}
+
+/// What a call handed to the operations queue came to, for `MPRISServer.onOperations`.
+private final class OperationOutcome<T>: @unchecked Sendable {
+    // @unchecked: `result` and `abandoned` are behind `lock`.
+    let lock = NSLock()
+    var result: Result<T, any Error>?
+    /// The caller stopped waiting before the result came.
+    var abandoned = false
+    let done = DispatchSemaphore(value: 0)
 }

@@ -554,6 +554,16 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(mpd.exchange("frobnicate\n"), "ACK [5@0] {frobnicate} unknown command \"frobnicate\"\n")
         XCTAssertEqual(mpd.exchange("command_list_begin\nping\nplay 99\ncommand_list_end\n"), "ACK [2@1] {play} Bad song index\n")
         XCTAssertTrue(mpd.exchange("status\n").contains("repeat: 1\n"))
+        // Positions past 32 bits, as MPD 0.23 answers them (the protocol fuzzer's finding: the
+        // daemon trapped on `playlistinfo 9223372036854775807`).
+        for (line, text) in [("playlistinfo 9223372036854775807", "9223372036854775807"), ("move 9223372036854775807 +5", "9223372036854775807"),
+                             ("delete 9223372036854775807:", "9223372036854775807:"), ("playlistinfo 2147483648", "2147483648"),
+                             ("delete 0:99999999999999999999", "0:99999999999999999999")] {
+            let command = String(line.prefix { $0 != " " })
+            XCTAssertEqual(mpd.exchange(line + "\n"), "ACK [2@0] {\(command)} Number too large: \(text)\n", line)
+        }
+        XCTAssertEqual(mpd.exchange("playlistinfo 5\n"), "ACK [2@0] {playlistinfo} Bad song index\n")
+        XCTAssertTrue(mpd.exchange("status\n").hasSuffix("OK\n"), "still answering")
     }
 }
 
