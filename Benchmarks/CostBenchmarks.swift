@@ -6,7 +6,7 @@ import MusicKit
 /// What steady playback costs, measured from outside as `top` would: over a window of a minute
 /// of music, the CPU time of all the player's threads, their wake-ups (context switches), and
 /// the CPU time of the sound server (the test sink's private PulseAudio or PipeWire, so all of
-/// its work is for the player measured), playing and paused; for musickit (the command line natively and
+/// its work is for the player measured), playing, paused, and (musickit) paused once the stream is released; for musickit (the command line natively and
 /// through ALSA's pulse plugin, and the daemon), MPD (its pulse output), mpv and paplay, in turn
 /// round by round in the same run. Runs with no monitor recorder on the sink: a recorder's
 /// latency request would set the sink's block and so the server's work for every player alike.
@@ -125,6 +125,10 @@ struct CostBenchmarks {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         var environment = ProcessInfo.processInfo.environment
+        // Musickit's players release a paused stream after a while (30 s by default): here just
+        // after the first paused window, so that a second one measures the released state.
+        let releaseSeconds = windowSeconds + 2
+        environment["MUSICKIT_PAUSED_RELEASE_SECONDS"] = "\(releaseSeconds)"
         for (key, folder) in [("MUSICKIT_CONFIG_DIR", "config"), ("MUSICKIT_DATA_DIR", "data"), ("MUSICKIT_RUNTIME_DIR", "runtime")] {
             let url = work.appendingPathComponent(folder)
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
@@ -198,6 +202,7 @@ struct CostBenchmarks {
 
         var playing: [String: [Cost]] = [:]
         var paused: [String: [Cost]] = [:]
+        var released: [String: [Cost]] = [:]
         var random = CatalogBenchmarks.Generator(state: 41)
         for round in 0..<rounds {
             for subject in subjects.shuffled(using: &random) {
@@ -210,6 +215,10 @@ struct CostBenchmarks {
                     try pause(running)
                     Thread.sleep(forTimeInterval: 1)
                     paused[subject.name, default: []].append(measure(running.pid))
+                    if subject.name.hasPrefix("musickit") {
+                        Thread.sleep(forTimeInterval: 1.5)  // past releaseSeconds since the pause
+                        released[subject.name, default: []].append(measure(running.pid))
+                    }
                 }
                 running.stop()
                 Thread.sleep(forTimeInterval: 0.5)
@@ -217,7 +226,9 @@ struct CostBenchmarks {
         }
         let window = "\(format(windowSeconds)) s windows \(format(settleSeconds)) s into a 60 s FLAC, \(rounds) rounds"
         for subject in subjects {
-            for (state, costs) in [("playing", playing[subject.name] ?? []), ("paused", paused[subject.name] ?? [])] where !costs.isEmpty {
+            let states = [("playing", playing[subject.name] ?? []), ("paused", paused[subject.name] ?? []),
+                          ("paused, output released", released[subject.name] ?? [])]
+            for (state, costs) in states where !costs.isEmpty {
                 let name = "cost, \(state): \(subject.name)"
                 report.add(Row("\(name) — player CPU", unit: "ms/s", values: costs.map(\.playerMillisecondsPerSecond),
                                note: "all its threads; \(window)"))

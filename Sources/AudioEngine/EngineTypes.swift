@@ -206,6 +206,13 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     public var realtimePriority: Int32? = 70
     /// What the audio thread does when the decoder has nothing ready for a running device.
     public var underrunBehavior: UnderrunBehavior = .insertSilence
+    /// How long a paused stream keeps its device. Past it, the player (`ApplicationMusicPlayer`)
+    /// closes the stream, so a player left paused costs neither the CPU nor the sound server
+    /// anything (ALSA's pulse plugin kept waking ~2.6 times a second for a paused stream), and
+    /// `play()` opens it again where it was paused: a cold start instead of a resume. nil: kept
+    /// until stopped. `MUSICKIT_PAUSED_RELEASE_SECONDS` sets it for the players the programs
+    /// make (`ApplicationMusicPlayer.defaultEngineConfiguration`).
+    public var releaseWhenPausedAfter: Duration? = .seconds(30)
 
     public enum UnderrunBehavior: Sendable, Equatable {
         /// Play silence and count an underrun: keeps a real-time device (speakers, a sound

@@ -70,9 +70,19 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     /// The configuration `shared` starts with: the device `MUSICKIT_AUDIO_DEVICE` names, else
     /// the sound server natively when one is there, falling back to ALSA's `default`
-    /// (`AudioEngineConfiguration.automatic`). (Linux addition)
+    /// (`AudioEngineConfiguration.automatic`); `MUSICKIT_PAUSED_RELEASE_SECONDS` sets how long a
+    /// paused stream keeps its device (`releaseWhenPausedAfter`; `never` keeps it). (Linux addition)
     public static var defaultEngineConfiguration: AudioEngineConfiguration {
-        ProcessEnvironment.nonEmpty("MUSICKIT_AUDIO_DEVICE").map { AudioEngineConfiguration(deviceName: $0) } ?? .automatic
+        var configuration = ProcessEnvironment.nonEmpty("MUSICKIT_AUDIO_DEVICE").map { AudioEngineConfiguration(deviceName: $0) }
+            ?? .automatic
+        if let text = ProcessEnvironment.nonEmpty("MUSICKIT_PAUSED_RELEASE_SECONDS") {
+            if text == "never" {
+                configuration.releaseWhenPausedAfter = nil
+            } else if let seconds = Double(text), seconds.isFinite, seconds >= 0 {
+                configuration.releaseWhenPausedAfter = .milliseconds((seconds * 1000).clampedInt())
+            }
+        }
+        return configuration
     }
 
     /// The application player's queue: a `MusicPlayer.Queue` whose entries can be read and
@@ -171,6 +181,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var nextMayBeStale = false
         var seeking: Seeking?
         var transition: MusicPlayer.Transition = .none
+        /// Counts pauses, so that a release scheduled by one pause is not done after a later one.
+        var pauseCount = 0
     }
 
     private struct Seeking: @unchecked Sendable {
@@ -180,6 +192,9 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     private let control: Mutex<Control>
+    /// Held by a resume and by the release of a paused output (`releaseOutput`), so that the
+    /// one does not fall between the other's check and its act.
+    private let transport = NSLock()
 
     /// A player on its own engine (Linux addition; Apple's apps use `shared`).
     public convenience init(engineConfiguration: AudioEngineConfiguration) {
@@ -282,10 +297,18 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         let engine = self.engine
         switch engine.status {
         case .paused:
-            control.withLock { $0.intent = .playing }
-            engine.resume()
-            state.setPlaybackStatus(.playing)
-            return
+            // Not while the output is being released (then it is a cold start, below).
+            let resumed = transport.withLock { () -> Bool in
+                guard engine.status == .paused else { return false }
+                control.withLock { $0.intent = .playing }
+                engine.resume()
+                return true
+            }
+            if resumed {
+                state.setPlaybackStatus(.playing)
+                return
+            }
+            try await start(engine, prepared: false)
         case .playing:
             state.setPlaybackStatus(.playing)
             return
@@ -389,6 +412,35 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         // Interrupted (the device failed): paused there; play() starts where it was heard.
         if engine.status == .paused || starting || state.playbackStatus == .interrupted { state.setPlaybackStatus(.paused) }
         for waiter in waiters { waiter.resume() }
+        if engine.status == .paused, let after = engine.configuration.releaseWhenPausedAfter {
+            let pause = control.withLock { control in
+                control.pauseCount += 1
+                return control.pauseCount
+            }
+            let (seconds, attoseconds) = after.components
+            DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) * 1e-18) { [weak self] in
+                self?.releaseOutput(ifStillIn: pause)
+            }
+        }
+    }
+
+    /// Still paused since pause number `pause`: the stream is closed (device, threads) and the
+    /// next `play()` starts where it was paused (`AudioEngineConfiguration.releaseWhenPausedAfter`).
+    private func releaseOutput(ifStillIn pause: Int) {
+        transport.withLock {
+            let engine = self.engine
+            guard engine.status == .paused, state.playbackStatus == .paused else { return }
+            let heard = playbackTime
+            let released = control.withLock { control -> Bool in
+                guard control.pauseCount == pause, control.intent != .playing, control.engine === engine else { return false }
+                control.intent = .stopped
+                control.pendingStartTime = heard
+                control.streamStartTime = nil
+                return true
+            }
+            guard released else { return }
+            engine.stop()
+        }
     }
 
     /// Stops playback; the queue and its current entry stay, `play()` starts that entry over.

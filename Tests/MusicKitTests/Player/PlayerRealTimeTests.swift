@@ -237,6 +237,45 @@ final class PlayerRealTimeTests: XCTestCase {
     /// Paused, a skip makes the entry it goes to the current one when it returns (a paused app
     /// shows it), playback stays paused, and play() resumes with that entry; on the last entry
     /// a skip leaves it there (it used to drop the entry's decoded start and wait 2 s).
+    /// A player left paused releases its output after `releaseWhenPausedAfter` (issue #41: a
+    /// paused stream through ALSA's pulse plugin woke ~2.6 times a second): the stream is closed,
+    /// the player stays paused at the same time, and `play()` goes on from there, heard. A
+    /// resume before the delay keeps the stream.
+    func testAPlayerLeftPausedReleasesItsOutputAndPlaysOnFromWhereItWasPaused() async throws {
+        let (songs, _) = try GeneratedSongs.tones([440, 550], frames: 44_100 * 8, into: directory)
+        var configuration = try AudioTestEnvironment.sinkConfiguration()
+        configuration.releaseWhenPausedAfter = .milliseconds(400)
+        let player = ApplicationMusicPlayer(engineConfiguration: configuration)
+        addTeardownBlock { player.stop() }
+        let recorder = try SharedMonitor.recorder()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        waitUntil("1 s heard") { player.playbackTime > 1 }
+
+        // Paused and resumed within the delay: the stream is kept.
+        player.pause()
+        try await player.play()
+        try await Task.sleep(nanoseconds: 600_000_000)  // past the delay the first pause set
+        XCTAssertNotNil(player.engineStatistics.device, "resumed before the delay: the stream is kept")
+        XCTAssertEqual(player.state.playbackStatus, .playing)
+
+        player.pause()
+        let pausedAt = player.playbackTime
+        waitUntil("the output released") { player.engineStatistics.device == nil }
+        XCTAssertEqual(player.state.playbackStatus, .paused, "still paused for the person")
+        XCTAssertEqual(player.playbackTime, pausedAt, accuracy: 0.02, "at the time it was paused")
+        XCTAssertEqual(player.queue.currentEntry?.title, "Tone 1")
+
+        let pressed = monotonicNanoseconds()
+        try await player.play()
+        XCTAssertNotNil(recorder.firstSound(after: pressed, timeout: 2), "heard again after play()")
+        XCTAssertEqual(player.state.playbackStatus, .playing)
+        XCTAssertGreaterThanOrEqual(player.playbackTime, pausedAt - 0.02, "on from where it was paused")
+        XCTAssertLessThan(player.playbackTime, pausedAt + 1, "not from the start, not skipped ahead")
+        XCTAssertEqual(player.queue.currentEntry?.title, "Tone 1")
+        waitUntil("moving") { player.playbackTime > pausedAt + 0.2 }
+    }
+
     func testASkipWhilePausedMovesTheCurrentEntryAtOnceAndStaysPaused() async throws {
         let (songs, _) = try GeneratedSongs.tones([440, 660, 880], frames: 44_100 * 5, into: directory)
         let player = try sharedPlayer()
