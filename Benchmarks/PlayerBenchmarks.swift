@@ -99,6 +99,7 @@ struct PlayerBenchmarks {
         timeToFirstAudio(player)
         skipLatency(player)
         seekLatency(player)
+        resumeAfterRelease()
         try longPlaylist(player)
         player.stop()
     }
@@ -150,6 +151,33 @@ struct PlayerBenchmarks {
         }
         report.add(Row("player seek: playbackTime = 2 -> sound at the target", starts: checks, landingFloor: landingFloor,
                        note: "ApplicationMusicPlayer, from the silent first 2 s to the sweep"))
+    }
+
+    /// A play() after the stream was released for a long pause (`releaseWhenPausedAfter`, here
+    /// 200 ms): a cold start at the paused time, heard from the frame it was paused at.
+    private func resumeAfterRelease() {
+        var configuration = configuration()
+        configuration.releaseWhenPausedAfter = .milliseconds(200)
+        let player = ApplicationMusicPlayer(engineConfiguration: configuration)
+        defer { player.stop() }
+        var checks: [StartCheck] = []
+        for _ in 0..<runs {
+            player.queue = Self.queue([Song(fileURL: fixtures.silenceThenSweep)])
+            player.playbackTime = Double(Fixtures.silenceThenSweepSeekFrame) / 44_100
+            do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+            Thread.sleep(forTimeInterval: 0.3)  // into the sweep
+            player.pause()
+            let pausedFrame = Int((player.playbackTime * 44_100).rounded())
+            let deadline = Date(timeIntervalSinceNow: 5)
+            while player.engineStatistics.device != nil && Date() < deadline { usleep(5_000) }
+            guard player.engineStatistics.device == nil else { progress("the paused stream was not released"); continue }
+            let since = monotonicNanoseconds()
+            settle()
+            checks.append(checkStart(player, since: since, track: fixtures.silenceThenSweepSamples,
+                                     expectedFrame: pausedFrame) { try await $0.play() }.check)
+        }
+        report.add(Row("player play() after a long pause released the stream -> sound where paused", starts: checks,
+                       landingFloor: landingFloor, note: "ApplicationMusicPlayer, released after 200 ms here (30 s by default): a cold start"))
     }
 
     /// Bytes malloc has handed out and not taken back (all threads).
