@@ -376,21 +376,34 @@ final class AudioRendererTests: XCTestCase {
 
     // MARK: - Control while a stream opens
 
+    /// A `play()` on a thread of its own, blocked in a slow output's open; `finished` is
+    /// signalled with its result in `result`.
+    private final class SlowPlay: Sendable {
+        let slowOpen = (entered: DispatchSemaphore(value: 0), gate: DispatchSemaphore(value: 0))
+        let finished = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<Void, AudioEngineError>?>(nil)
+    }
+
+    /// A rig whose output opens slowly, and a `play()` on it waiting in that open.
+    private func playWaitingForASlowOpen(file: StaticString = #filePath, line: UInt = #line) throws -> (Rig, SlowPlay) {
+        let slow = SlowPlay()
+        let rig = try rig([2], slowOpen: slow.slowOpen)
+        Thread.detachNewThread {
+            let result = Result { () throws(AudioEngineError) in try rig.engine.play() }
+            slow.result.withLock { $0 = result }
+            slow.finished.signal()
+        }
+        XCTAssertEqual(slow.slowOpen.entered.wait(timeout: .now() + 10), .success, "play() reached the output's open",
+                       file: file, line: line)
+        return (rig, slow)
+    }
+
     /// Opening a stream (the device, the first file) happens outside the engine's lock: while a
     /// `play()` waits for a slow device, `pause()`, `status` and the position answer at once
     /// (issue #42: a client's pause waited for another's slow open). The pause is kept: the
     /// stream opens unstarted, nothing is heard, and `resume()` starts it from its first frame.
     func testAPauseWhileTheStreamOpensAnswersAtOnceAndKeepsItUnstarted() throws {
-        let slowOpen = (entered: DispatchSemaphore(value: 0), gate: DispatchSemaphore(value: 0))
-        let rig = try rig([2], slowOpen: slowOpen)
-        let played = DispatchSemaphore(value: 0)
-        let playResult = Mutex<Result<Void, AudioEngineError>?>(nil)
-        Thread.detachNewThread {
-            let result = Result { () throws(AudioEngineError) in try rig.engine.play() }
-            playResult.withLock { $0 = result }
-            played.signal()
-        }
-        XCTAssertEqual(slowOpen.entered.wait(timeout: .now() + 10), .success, "play() reached the output's open")
+        let (rig, slow) = try playWaitingForASlowOpen()
         let answered = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             rig.engine.pause()
@@ -399,10 +412,10 @@ final class AudioRendererTests: XCTestCase {
             answered.signal()
         }
         XCTAssertEqual(answered.wait(timeout: .now() + 10), .success, "pause() and status answered while the open waits")
-        XCTAssertNil(playResult.withLock { $0 }, "play() was still opening: the gate is closed")
-        slowOpen.gate.signal()
-        XCTAssertEqual(played.wait(timeout: .now() + 10), .success)
-        XCTAssertNoThrow(try playResult.withLock { $0 }?.get())
+        XCTAssertNil(slow.result.withLock { $0 }, "play() was still opening: the gate is closed")
+        slow.slowOpen.gate.signal()
+        XCTAssertEqual(slow.finished.wait(timeout: .now() + 10), .success)
+        XCTAssertNoThrow(try slow.result.withLock { $0 }?.get())
         XCTAssertEqual(rig.engine.status, .paused, "paused before it started")
         rig.output.advance(frames: rate)
         XCTAssertEqual(rig.output.snapshot.heardFrames, 0, "nothing heard")
@@ -417,25 +430,16 @@ final class AudioRendererTests: XCTestCase {
     /// A `stop()` while a `play()` waits for a slow device returns at once; the `play()` then
     /// fails with `.stopped` and the output it opened is closed, never started.
     func testAStopWhileTheStreamOpensReturnsAtOnceAndCancelsTheStart() throws {
-        let slowOpen = (entered: DispatchSemaphore(value: 0), gate: DispatchSemaphore(value: 0))
-        let rig = try rig([2], slowOpen: slowOpen)
-        let played = DispatchSemaphore(value: 0)
-        let playResult = Mutex<Result<Void, AudioEngineError>?>(nil)
-        Thread.detachNewThread {
-            let result = Result { () throws(AudioEngineError) in try rig.engine.play() }
-            playResult.withLock { $0 = result }
-            played.signal()
-        }
-        XCTAssertEqual(slowOpen.entered.wait(timeout: .now() + 10), .success)
+        let (rig, slow) = try playWaitingForASlowOpen()
         let stopped = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             rig.engine.stop()
             stopped.signal()
         }
         XCTAssertEqual(stopped.wait(timeout: .now() + 10), .success, "stop() answered while the open waits")
-        slowOpen.gate.signal()
-        XCTAssertEqual(played.wait(timeout: .now() + 10), .success)
-        let failure: AudioEngineError? = playResult.withLock { result in
+        slow.slowOpen.gate.signal()
+        XCTAssertEqual(slow.finished.wait(timeout: .now() + 10), .success)
+        let failure: AudioEngineError? = slow.result.withLock { result in
             if case .failure(let error) = result { return error }
             return nil
         }
