@@ -71,6 +71,14 @@ final class CatalogRequestTests: XCTestCase {
         XCTAssertEqual(clean.id, BundledCatalog.wingsOfCrueltyClean)
         XCTAssertEqual(clean.contentRating, .clean)
         XCTAssertEqual(clean.title, "Wings of Cruelty (Clean)")
+
+        // Apple's 26.4 shape: an array of `MusicCatalogResourceRequestOption`s.
+        var spelledOut = MusicCatalogResourceRequest<Song>(matching: \.id, equalTo: BundledCatalog.wingsOfCruelty)
+        spelledOut.options.append(MusicCatalogResourceRequestOption.findEquivalents)
+        XCTAssertEqual(spelledOut.options, [.findEquivalents])
+        XCTAssertEqual("\(MusicCatalogResourceRequestOption.findEquivalents)", "findEquivalents")
+        let spelledOutResponse = try await spelledOut.response()
+        XCTAssertEqual(spelledOutResponse.items.first?.id, BundledCatalog.wingsOfCrueltyClean)
     }
 
     func testUnknownIDsAreAbsentNotAnError() async throws {

@@ -3,16 +3,12 @@ import Foundation
 /// Fetches catalog items by identifier (or by another filter: ISRC, UPC), in the account's
 /// storefront.
 public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>: Sendable {
-    /// Changes how the request answers.
-    /// (Linux addition)
-    public typealias Options = MusicCatalogResourceRequestOptions
-
     /// Related properties to load with the items.
     public var properties: [PartialMusicAsyncProperty<MusicItemType>] = []
     /// At most this many items.
     public var limit: Int?
-    /// (Linux addition)
-    public var options: Options = []
+    /// Additional options to use for this request (Apple's since iOS/macOS 26.4).
+    public var options: [MusicCatalogResourceRequestOption] = []
 
     enum Filter: Sendable, Equatable {
         case ids([String])
@@ -140,16 +136,17 @@ extension MusicCatalogResourceRequest: CustomStringConvertible {
     }
 }
 
-/// Options of `MusicCatalogResourceRequest` (`MusicCatalogResourceRequest.Options`).
-/// (Linux addition)
-public struct MusicCatalogResourceRequestOptions: OptionSet, Hashable, Sendable {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
+/// An option to use when requesting a resource from the Apple Music catalog
+/// (`MusicCatalogResourceRequest.options`; Apple's since iOS/macOS 26.4).
+public struct MusicCatalogResourceRequestOption: CustomStringConvertible, Equatable, Hashable, Sendable {
+    private let name: String
 
-    /// Answer each requested item with its equivalent where the account cannot have it as
-    /// asked: another storefront's ID becomes the account storefront's, an explicit item the
-    /// account does not allow becomes its clean version.
-    public static let findEquivalents = MusicCatalogResourceRequestOptions(rawValue: 1 << 0)
+    /// Answer each requested item with its best available equivalent in the account's
+    /// storefront where the account cannot have it as asked: another storefront's ID becomes
+    /// the account storefront's, an explicit item the account does not allow its clean version.
+    public static let findEquivalents = MusicCatalogResourceRequestOption(name: "findEquivalents")
+
+    public var description: String { name }
 }
 
 /// What a catalog resource request found.
