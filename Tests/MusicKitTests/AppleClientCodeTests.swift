@@ -13,6 +13,24 @@ final class AppleClientCodeTests: XCTestCase {
         addTeardownBlock { try? FileManager.default.removeItem(at: root) }
     }
 
+    /// Apple's documentation has an app that gets the person's token its own way subclass
+    /// `MusicUserTokenProvider` (issue #43: the class was not open, so this did not compile
+    /// outside the module).
+    func testAnAppSubclassesTheUserTokenProvider() async throws {
+        final class AppTokens: MusicUserTokenProvider, MusicDeveloperTokenProvider, @unchecked Sendable {
+            override func userToken(for developerToken: String, options: MusicTokenRequestOptions) async throws -> String {
+                "user-token-for-\(developerToken)"
+            }
+            func developerToken(options: MusicTokenRequestOptions) async throws -> String { "developer-token" }
+        }
+        let tokens = AppTokens()
+        MusicDataRequest.tokenProvider = tokens
+        defer { MusicDataRequest.tokenProvider = DefaultMusicTokenProvider() }
+        let provider: MusicUserTokenProvider = tokens
+        let token = try await provider.userToken(for: "developer-token", options: [])
+        XCTAssertEqual(token, "user-token-for-developer-token", "the override is called through the base class")
+    }
+
     func testRecommendationsSearchesSectionsAndSuggestionsAsAnAppWritesThem() async throws {
         // Recommendations.
         let response = try await MusicPersonalRecommendationsRequest().response()

@@ -77,15 +77,18 @@ public protocol MusicDeveloperTokenProvider: Sendable {
     func developerToken(options: MusicTokenRequestOptions) async throws -> String
 }
 
-/// Provides music user tokens (the person's, for `/v1/me` requests).
+/// Provides music user tokens (the person's, for `/v1/me` requests). Open, as Apple's is: an
+/// app that gets the person's token its own way subclasses it and overrides
+/// `userToken(for:options:)`, then sets a provider of both tokens as
+/// `MusicDataRequest.tokenProvider`.
 ///
 /// On Linux the token is the one in `MUSICKIT_USER_TOKEN`, or `"userToken"` in the developer
 /// token settings file; without one, `MusicTokenRequestError.userNotSignedIn`.
-public class MusicUserTokenProvider: @unchecked Sendable {
+open class MusicUserTokenProvider: @unchecked Sendable {
     // @unchecked: no stored state; subclasses keep theirs thread-safe.
     public init() {}
 
-    public func userToken(for developerToken: String, options: MusicTokenRequestOptions) async throws -> String {
+    open func userToken(for developerToken: String, options: MusicTokenRequestOptions) async throws -> String {
         if let token = try MusicDeveloperTokenSettings.current().userToken { return token }
         throw MusicTokenRequestError.userNotSignedIn
     }
