@@ -2,7 +2,7 @@ import Foundation
 
 /// A playlist: editorial, a curator's, or the person's own.
 public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable,
-    MusicLibraryAddable, MusicRecentlyPlayedRequestable, MusicPersonalRecommendationItem, MusicLibrarySearchable,
+    MusicLibraryAddable, MusicPersonalRecommendationItem, MusicLibrarySearchable,
     ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible,
     CustomDebugStringConvertible {
     public typealias ID = MusicItemID

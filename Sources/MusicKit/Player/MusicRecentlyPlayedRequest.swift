@@ -1,10 +1,15 @@
 import Foundation
 
+// The types Apple's recently-played requests take: songs, music videos and tracks (either),
+// stations, and `RecentlyPlayedMusicItem` (the containers). Not albums or playlists on their own.
 extension Song: MusicRecentlyPlayedRequestable {}
+extension MusicVideo: MusicRecentlyPlayedRequestable {}
+extension Track: MusicRecentlyPlayedRequestable {}
 
 /// The person's recently played items, newest first, each once: songs
-/// (`MusicRecentlyPlayedRequest<Song>`), or the albums, playlists and stations they were
-/// played from (`MusicRecentlyPlayedContainerRequest`, `MusicRecentlyPlayedRequest<Album>`).
+/// (`MusicRecentlyPlayedRequest<Song>`; `<Track>` as tracks, `<MusicVideo>` the videos, which this
+/// player does not play), or the albums, playlists and stations they were played from
+/// (`MusicRecentlyPlayedContainerRequest`; `<Station>` the stations alone).
 ///
 /// The history is written by `ApplicationMusicPlayer` as entries are heard, unless the queue's
 /// `affectsListeningHistory` or the account's "Use Listening History" is off. Needs
@@ -33,8 +38,8 @@ public struct MusicRecentlyPlayedRequest<MusicItemType>: Sendable
     private static var source: (containers: Bool, types: Set<String>) {
         switch MusicItemType.self {
         case is Song.Type: (false, ["songs", "library-songs"])
-        case is Album.Type: (true, ["albums", "library-albums"])
-        case is Playlist.Type: (true, ["playlists", "library-playlists"])
+        case is MusicVideo.Type: (false, ["music-videos", "library-music-videos"])
+        case is Track.Type: (false, Set(Track.resourceTypes))
         case is Station.Type: (true, ["stations"])
         default: (true, ["albums", "library-albums", "playlists", "library-playlists", "stations"])
         }

@@ -335,8 +335,14 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(containers.map(\.id), [album.id])
         XCTAssertEqual(containers.first?.title, album.title)
         XCTAssertEqual(containers.first?.subtitle, album.artistName)
-        let albums = try await MusicRecentlyPlayedRequest<Album>().response().items
-        XCTAssertEqual(albums.map(\.id), [album.id])
+        guard case .album(let played) = try XCTUnwrap(containers.first) else { return XCTFail("\(containers)") }
+        XCTAssertEqual(played.id, album.id, "the container is the album")
+        // As tracks (Apple's `MusicRecentlyPlayedRequest<Track>`): the same songs, newest first.
+        let asTracks = try await MusicRecentlyPlayedRequest<Track>().response().items
+        XCTAssertEqual(asTracks.map(\.id), tracks.reversed().map(\.id))
+        XCTAssertTrue(asTracks.allSatisfy { if case .song = $0 { true } else { false } }, "songs, as `.song` tracks")
+        let videos = try await MusicRecentlyPlayedRequest<MusicVideo>().response().items
+        XCTAssertTrue(videos.isEmpty, "no music video was played")
 
         // The queue keeps out of the history.
         let (library, _) = try GeneratedSongs.tones([500], frames: 2_205, into: directory)
