@@ -227,6 +227,19 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(found8, [playlist.id])
         let empty = try await MusicLibrary.shared.createPlaylist(name: "Empty")
         XCTAssertEqual(empty.tracks?.count, 0)
+
+        // Apple's conformances of tracks and playlist entries (issue #43): each added as the
+        // song it holds, to the library and to a playlist.
+        let track = try XCTUnwrap(grown.tracks?.last)  // Media Threat
+        try await MusicLibrary.shared.add(Track.song(songs[1]))
+        let librarySongs = try await MusicLibraryRequest<Song>().response().items
+        XCTAssertEqual(librarySongs.map(\.title).sorted(), ["Ezer Év", "Media Threat"])
+        let entry = try XCTUnwrap(grown.entries?.first)  // Ezer Év
+        let withEntry = try await MusicLibrary.shared.add(entry, to: empty)
+        let withBoth = try await MusicLibrary.shared.add(track, to: withEntry)
+        XCTAssertEqual(withBoth.tracks?.map(\.title), ["Ezer Év", "Media Threat"])
+        let made = try await MusicLibrary.shared.createPlaylist(name: "From entries", items: grown.entries ?? [])
+        XCTAssertEqual(made.tracks?.map(\.title), ["Ezer Év", "Media Threat"])
     }
 
     /// An iTunes-style `.m4a` (ALAC, tags and cover inside) and a FLAC album with a `cover.jpg`

@@ -178,6 +178,13 @@ public enum Track: _MusicTrackAttributes, MusicItem, ResourceBackedItem, Identif
 
 extension Track: PlayableMusicItem {}
 
+// Apple's conformances of tracks and a playlist's entries: they play (a queue takes them), and
+// can be added to the library and to a playlist as the song or video they hold. (Apple's
+// `Playlist.Entry: MusicLibraryRequestable` is not here yet: issue #43.)
+extension Track: MusicLibraryAddable, MusicPlaylistAddable {}
+extension Playlist.Entry: PlayableMusicItem, MusicLibraryAddable, MusicPlaylistAddable {}
+extension Playlist.Entry.Item: PlayableMusicItem, Identifiable {}
+
 extension Curator {
     /// Who a curator is.
     public enum Kind: Equatable, Hashable, Sendable, Codable {

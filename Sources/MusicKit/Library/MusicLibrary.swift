@@ -256,19 +256,25 @@ public final class MusicLibrary: Sendable {
     /// Adds a catalog item (song, album, playlist) to the library.
     public func add<MusicItemType: MusicLibraryAddable>(_ item: MusicItemType) async throws {
         let service = try Self.authorizedService()
-        guard let backed = item as? any ResourceBackedItem, !backed.resource.type.hasPrefix("library-") else {
+        guard let resource = Self.resource(of: item), !resource.type.hasPrefix("library-") else {
             throw Error.itemAlreadyAdded
         }
-        let added = try service.write { try $0.addCatalogItem(backed.resource) }
+        let added = try service.write { try $0.addCatalogItem(resource) }
         if !added { throw Error.itemAlreadyAdded }
+    }
+
+    /// The resource an item is: a song's, an album's, or what a track or a playlist's entry holds.
+    private static func resource(of item: some MusicItem) -> ResourceObject? {
+        if let backed = item as? any ResourceBackedItem { return backed.resource }
+        return (item as? any _MusicResourceReading)?._resource.object
     }
 
     /// Adds `item` to a library playlist and returns the playlist as it is now.
     @discardableResult
     public func add<MusicItemType: MusicPlaylistAddable>(_ item: MusicItemType, to playlist: Playlist) async throws -> Playlist {
         let service = try Self.authorizedService()
-        guard let backed = item as? any ResourceBackedItem else { throw Error.addToPlaylistFailed }
-        guard try service.write({ try $0.appendToPlaylist(id: playlist.id.rawValue, [backed.resource]) }) else {
+        guard let resource = Self.resource(of: item) else { throw Error.addToPlaylistFailed }
+        guard try service.write({ try $0.appendToPlaylist(id: playlist.id.rawValue, [resource]) }) else {
             throw Error.playlistNotInLibrary
         }
         return try Self.playlist(playlist.id, service)
@@ -285,7 +291,7 @@ public final class MusicLibrary: Sendable {
     ) async throws -> Playlist where S.Element == MusicPlaylistAddableType {
         let service = try Self.authorizedService()
         guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw Error.createPlaylistFailed }
-        let resources = items.compactMap { ($0 as? any ResourceBackedItem)?.resource }
+        let resources = items.compactMap { Self.resource(of: $0) }
         let id = try service.write {
             try $0.createPlaylist(name: name, description: description, author: authorDisplayName, entries: resources)
         }
@@ -308,7 +314,7 @@ public final class MusicLibrary: Sendable {
         _ playlist: Playlist, name: String? = nil, description: String? = nil, authorDisplayName: String? = nil, items: S
     ) async throws -> Playlist where S.Element == MusicPlaylistAddableType {
         let service = try Self.authorizedService()
-        let resources = items.compactMap { ($0 as? any ResourceBackedItem)?.resource }
+        let resources = items.compactMap { Self.resource(of: $0) }
         guard try service.write({ try $0.editPlaylist(id: playlist.id.rawValue, name: name, description: description,
                                                       author: authorDisplayName, entries: resources) }) else {
             throw Error.playlistNotInLibrary

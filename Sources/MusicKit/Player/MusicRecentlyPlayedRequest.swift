@@ -83,7 +83,7 @@ extension MusicRecentlyPlayedResponse: Encodable where MusicItemType: Encodable 
 }
 
 /// A recently played album, playlist or station.
-public enum RecentlyPlayedMusicItem: _MusicResourceUnion, MusicItem, MusicRecentlyPlayedRequestable, Identifiable, Equatable, Hashable, Codable,
+public enum RecentlyPlayedMusicItem: _MusicResourceUnion, MusicItem, MusicRecentlyPlayedRequestable, PlayableMusicItem, Identifiable, Equatable, Hashable, Codable,
     Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public typealias ID = MusicItemID
     case album(Album)

@@ -264,8 +264,8 @@ extension MusicPlayer {
                              unavailableReason: unavailableReason)
             }
 
-            /// What the entry plays.
-            public enum Item: MusicItem, ResourceBackedItem, Identifiable, Equatable, Hashable, Sendable, Codable,
+            /// What the entry plays (a queue takes it again: Apple's `PlayableMusicItem`).
+            public enum Item: MusicItem, PlayableMusicItem, ResourceBackedItem, Identifiable, Equatable, Hashable, Sendable, Codable,
                 CustomStringConvertible, CustomDebugStringConvertible {
                 public typealias ID = MusicItemID
                 case musicVideo(MusicVideo)
@@ -387,6 +387,9 @@ final class QueueContents: @unchecked Sendable {
             resource = song.resource
         } else if let backed = item as? any ResourceBackedItem {
             resource = backed.resource
+        } else if let reading = item as? any _MusicResourceReading {
+            // A playlist's entry or its item, a recently played container: the resource it reads.
+            resource = reading._resource.object
         } else {
             return .nothing
         }

@@ -48,6 +48,30 @@ final class QueueTests: XCTestCase {
         XCTAssertEqual(queue.currentEntry?.title, song.title)
     }
 
+    /// Apple's `PlayableMusicItem`s besides songs and containers (issue #43): a playlist's
+    /// entries and what they hold, a recently played container, and a queue entry's item.
+    func testPlaylistEntriesRecentContainersAndQueueItemsArePlayable() async throws {
+        let playlist = try await unwrapped(MusicCatalogSearchRequest(term: "Gapless Demo", types: [Playlist.self])
+            .response().playlists.first).with([.tracks])
+        let entries = try XCTUnwrap(playlist.entries)
+        let titles = entries.map(\.title)
+        XCTAssertFalse(titles.isEmpty)
+        XCTAssertEqual(ApplicationMusicPlayer.Queue(for: entries).entries.map(\.title), titles, "the entries")
+        let items = entries.compactMap(\.item)
+        XCTAssertEqual(ApplicationMusicPlayer.Queue(for: items).entries.map(\.title), titles, "what the entries hold")
+        XCTAssertEqual(items.map(\.id), entries.compactMap(\.item?.id), "Identifiable")
+
+        let album = try await gaplessAlbum()
+        let recent: [RecentlyPlayedMusicItem] = [.album(album)]
+        let albumTracks = try await album.with([.tracks]).tracks ?? []
+        XCTAssertEqual(ApplicationMusicPlayer.Queue(for: recent).entries.map(\.title), albumTracks.map(\.title),
+                       "a recently played album: its tracks")
+
+        let queue = ApplicationMusicPlayer.Queue(for: entries)
+        let queued = queue.entries.compactMap(\.item)
+        XCTAssertEqual(ApplicationMusicPlayer.Queue(for: queued).entries.map(\.title), titles, "a queue entry's item, queued again")
+    }
+
     func testAnAlbumQueueStartsAtTheTrackAsked() async throws {
         let album = try await gaplessAlbum().with([.tracks])
         let tracks = try XCTUnwrap(album.tracks)
