@@ -240,6 +240,15 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(withBoth.tracks?.map(\.title), ["Ezer Év", "Media Threat"])
         let made = try await MusicLibrary.shared.createPlaylist(name: "From entries", items: grown.entries ?? [])
         XCTAssertEqual(made.tracks?.map(\.title), ["Ezer Év", "Media Threat"])
+
+        // An album, or a playlist, added to a playlist adds its tracks, in order.
+        let album = try await MusicCatalogResourceRequest<Album>(matching: \.id, equalTo: BundledCatalog.elysia).response().items[0]
+        let albumTracks = try await album.with([.tracks]).tracks?.map(\.title) ?? []
+        XCTAssertFalse(albumTracks.isEmpty)
+        let withAlbum = try await MusicLibrary.shared.add(album, to: made)
+        XCTAssertEqual(withAlbum.tracks?.map(\.title), ["Ezer Év", "Media Threat"] + albumTracks)
+        let fromPlaylist = try await MusicLibrary.shared.createPlaylist(name: "Copy", items: [withAlbum])
+        XCTAssertEqual(fromPlaylist.tracks?.map(\.title), withAlbum.tracks?.map(\.title), "a playlist's tracks")
     }
 
     /// An iTunes-style `.m4a` (ALAC, tags and cover inside) and a FLAC album with a `cover.jpg`

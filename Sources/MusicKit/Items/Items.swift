@@ -39,7 +39,7 @@ public protocol SongFilter {
 extension Song: SongFilter {}
 
 /// An album: its tracks, artists and editions.
-public struct Album: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable, MusicLibraryAddable, MusicPersonalRecommendationItem, MusicLibrarySearchable, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct Album: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable, MusicLibraryAddable, MusicPlaylistAddable, MusicPersonalRecommendationItem, MusicLibrarySearchable, ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public typealias ID = MusicItemID
     public typealias FilterType = AlbumFilter
     static let resourceTypes = ["albums", "library-albums"]

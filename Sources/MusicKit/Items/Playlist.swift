@@ -2,7 +2,7 @@ import Foundation
 
 /// A playlist: editorial, a curator's, or the person's own.
 public struct Playlist: FilterableMusicItem, PlayableMusicItem, MusicCatalogSearchable, MusicCatalogChartRequestable,
-    MusicLibraryAddable, MusicPersonalRecommendationItem, MusicLibrarySearchable,
+    MusicLibraryAddable, MusicPlaylistAddable, MusicPersonalRecommendationItem, MusicLibrarySearchable,
     ResourceBackedItem, Identifiable, Equatable, Hashable, Codable, Sendable, CustomStringConvertible,
     CustomDebugStringConvertible {
     public typealias ID = MusicItemID
@@ -179,7 +179,8 @@ public enum Track: _MusicTrackAttributes, MusicItem, ResourceBackedItem, Identif
 extension Track: PlayableMusicItem {}
 
 // Apple's conformances of tracks and a playlist's entries: they play (a queue takes them), and
-// can be added to the library and to a playlist as the song or video they hold. (Apple's
+// can be added to the library and to a playlist as the song or video they hold (an album or a
+// playlist added to a playlist adds its tracks: `MusicLibrary.add(_:to:)`). (Apple's
 // `Playlist.Entry: MusicLibraryRequestable` is not here yet: issue #43.)
 extension Track: MusicLibraryAddable, MusicPlaylistAddable {}
 extension Playlist.Entry: PlayableMusicItem, MusicLibraryAddable, MusicPlaylistAddable {}

@@ -263,6 +263,18 @@ public final class MusicLibrary: Sendable {
         if !added { throw Error.itemAlreadyAdded }
     }
 
+    /// What a playlist gets for `resource`: the song or video itself, or an album's or a
+    /// playlist's tracks, in order (Apple's `Album` and `Playlist` are `MusicPlaylistAddable`).
+    private static func playlistEntries(for resource: ResourceObject) throws -> [ResourceObject] {
+        guard ["albums", "playlists", "library-albums", "library-playlists"].contains(resource.type) else { return [resource] }
+        let tracks = PlaybackServices.tracks(of: resource)
+        do {
+            return try tracks.tracks(0..<tracks.count)
+        } catch {
+            throw Error.addToPlaylistFailed
+        }
+    }
+
     /// The resource an item is: a song's, an album's, or what a track or a playlist's entry holds.
     private static func resource(of item: some MusicItem) -> ResourceObject? {
         if let backed = item as? any ResourceBackedItem { return backed.resource }
@@ -274,7 +286,8 @@ public final class MusicLibrary: Sendable {
     public func add<MusicItemType: MusicPlaylistAddable>(_ item: MusicItemType, to playlist: Playlist) async throws -> Playlist {
         let service = try Self.authorizedService()
         guard let resource = Self.resource(of: item) else { throw Error.addToPlaylistFailed }
-        guard try service.write({ try $0.appendToPlaylist(id: playlist.id.rawValue, [resource]) }) else {
+        let entries = try Self.playlistEntries(for: resource)
+        guard try service.write({ try $0.appendToPlaylist(id: playlist.id.rawValue, entries) }) else {
             throw Error.playlistNotInLibrary
         }
         return try Self.playlist(playlist.id, service)
@@ -291,7 +304,7 @@ public final class MusicLibrary: Sendable {
     ) async throws -> Playlist where S.Element == MusicPlaylistAddableType {
         let service = try Self.authorizedService()
         guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw Error.createPlaylistFailed }
-        let resources = items.compactMap { Self.resource(of: $0) }
+        let resources = try items.compactMap { Self.resource(of: $0) }.flatMap(Self.playlistEntries(for:))
         let id = try service.write {
             try $0.createPlaylist(name: name, description: description, author: authorDisplayName, entries: resources)
         }
@@ -314,7 +327,7 @@ public final class MusicLibrary: Sendable {
         _ playlist: Playlist, name: String? = nil, description: String? = nil, authorDisplayName: String? = nil, items: S
     ) async throws -> Playlist where S.Element == MusicPlaylistAddableType {
         let service = try Self.authorizedService()
-        let resources = items.compactMap { Self.resource(of: $0) }
+        let resources = try items.compactMap { Self.resource(of: $0) }.flatMap(Self.playlistEntries(for:))
         guard try service.write({ try $0.editPlaylist(id: playlist.id.rawValue, name: name, description: description,
                                                       author: authorDisplayName, entries: resources) }) else {
             throw Error.playlistNotInLibrary
