@@ -249,6 +249,17 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(withAlbum.tracks?.map(\.title), ["Ezer Év", "Media Threat"] + albumTracks)
         let fromPlaylist = try await MusicLibrary.shared.createPlaylist(name: "Copy", items: [withAlbum])
         XCTAssertEqual(fromPlaylist.tracks?.map(\.title), withAlbum.tracks?.map(\.title), "a playlist's tracks")
+
+        // A library request for playlist entries: those of the library's playlists, by ID too.
+        let everyEntry = try await MusicLibraryRequest<Playlist.Entry>().response().items
+        let expected = try await MusicLibraryRequest<Playlist>().response().items.flatMap { $0.entries?.map(\.title) ?? [] }
+        XCTAssertEqual(everyEntry.map(\.title), Array(expected.prefix(25)), "playlist by playlist, the first page")
+        var byID = MusicLibraryRequest<Playlist.Entry>()
+        byID.filter(matching: \.id, equalTo: BundledCatalog.mediaThreat)
+        let mediaThreat = try await byID.response().items
+        XCTAssertFalse(mediaThreat.isEmpty)
+        XCTAssertTrue(mediaThreat.allSatisfy { $0.title == "Media Threat" }, "\(mediaThreat)")
+        XCTAssertEqual(mediaThreat.count, expected.filter { $0 == "Media Threat" }.count, "once for each playlist holding it")
     }
 
     /// An iTunes-style `.m4a` (ALAC, tags and cover inside) and a FLAC album with a `cover.jpg`

@@ -180,10 +180,10 @@ extension Track: PlayableMusicItem {}
 
 // Apple's conformances of tracks and a playlist's entries: they play (a queue takes them), and
 // can be added to the library and to a playlist as the song or video they hold (an album or a
-// playlist added to a playlist adds its tracks: `MusicLibrary.add(_:to:)`). (Apple's
-// `Playlist.Entry: MusicLibraryRequestable` is not here yet: issue #43.)
+// playlist added to a playlist adds its tracks: `MusicLibrary.add(_:to:)`); a library request
+// for entries answers those of the library's playlists.
 extension Track: MusicLibraryAddable, MusicPlaylistAddable {}
-extension Playlist.Entry: PlayableMusicItem, MusicLibraryAddable, MusicPlaylistAddable {}
+extension Playlist.Entry: PlayableMusicItem, MusicLibraryRequestable, MusicLibraryAddable, MusicPlaylistAddable {}
 extension Playlist.Entry.Item: PlayableMusicItem, Identifiable {}
 
 extension Curator {

@@ -125,7 +125,8 @@ public struct MusicLibraryRequest<MusicItemType: MusicLibraryRequestable>: Senda
     public init() {}
 
     private static func key(_ keyPath: AnyKeyPath) -> String? {
-        (MusicItemType.self as? any LibraryRequestBacked.Type)?.filterKeys[keyPath]
+        if MusicItemType.self == Playlist.Entry.self { return keyPath == \LibraryPlaylistEntryFilter.id ? "id" : nil }
+        return (MusicItemType.self as? any LibraryRequestBacked.Type)?.filterKeys[keyPath]
     }
 
     private static func text(of value: Any) -> String {
@@ -193,6 +194,10 @@ public struct MusicLibraryRequest<MusicItemType: MusicLibraryRequestable>: Senda
     /// Runs the request. Throws `MusicLibrary.Error.permissionDenied` unless the app is authorized.
     public func response() async throws -> MusicLibraryResponse<MusicItemType> {
         let service = try MusicLibrary.authorizedService()
+        if MusicItemType.self == Playlist.Entry.self {
+            let entries = try playlistEntries(in: service).dropFirst(max(offset, 0)).prefix(max(limit, 0))
+            return MusicLibraryResponse(items: MusicItemCollection(items: entries.compactMap { $0 as? MusicItemType }))
+        }
         guard let type = MusicItemType.self as? any LibraryRequestBacked.Type else {
             return MusicLibraryResponse(items: MusicItemCollection(items: []))
         }
@@ -200,6 +205,16 @@ public struct MusicLibraryRequest<MusicItemType: MusicLibraryRequestable>: Senda
         let page = resources.dropFirst(max(offset, 0)).prefix(max(limit, 0))
         let items = page.compactMap { type.init(resource: $0) as? MusicItemType }
         return MusicLibraryResponse(items: MusicItemCollection(items: items))
+    }
+
+    /// The entries of the library's playlists the filters keep (by ID: the song or video an
+    /// entry holds), playlist by playlist, each in its playlist's order (Apple's
+    /// `MusicLibraryRequest<Playlist.Entry>`; entries have no sort properties).
+    private func playlistEntries(in service: MusicLibraryService) throws -> [Playlist.Entry] {
+        let folded = conditions.map(Self.folded)
+        return try service.items("playlists").flatMap { Playlist(resource: $0).entries ?? [] }.filter { entry in
+            folded.allSatisfy { matches(MusicLibraryService.IndexedResource(entry.resource), $0) }
+        }
     }
 
     /// Every library resource the filters keep, in the sorts' order (no paging).
