@@ -31,6 +31,29 @@ final class AppleClientCodeTests: XCTestCase {
         XCTAssertEqual(token, "user-token-for-developer-token", "the override is called through the base class")
     }
 
+    /// Apple's conformances that `scripts/api-surface` cannot see (it compares declarations):
+    /// each is required here at compile time, and the ones Apple's types do not have are
+    /// checked absent, so that code written on Linux compiles on Apple platforms (issue #43).
+    func testTheItemTypesHaveApplesConformances() {
+        func playable<T: PlayableMusicItem>(_: T.Type) {}
+        func libraryAddable<T: MusicLibraryAddable>(_: T.Type) {}
+        func playlistAddable<T: MusicPlaylistAddable>(_: T.Type) {}
+        func recentlyPlayed<T: MusicRecentlyPlayedRequestable>(_: T.Type) {}
+        func libraryRequestable<T: MusicLibraryRequestable>(_: T.Type) {}
+        func identifiable<T: Identifiable>(_: T.Type) {}
+        playable(Playlist.Entry.self); playable(Playlist.Entry.Item.self); playable(RecentlyPlayedMusicItem.self)
+        playable(MusicPlayer.Queue.Entry.Item.self); playable(Track.self); playable(Album.self); playable(Playlist.self)
+        libraryAddable(Track.self); libraryAddable(Playlist.Entry.self); libraryAddable(Song.self); libraryAddable(Album.self)
+        playlistAddable(Track.self); playlistAddable(Playlist.Entry.self); playlistAddable(Album.self); playlistAddable(Playlist.self)
+        playlistAddable(Song.self); playlistAddable(MusicVideo.self)
+        recentlyPlayed(Song.self); recentlyPlayed(Track.self); recentlyPlayed(MusicVideo.self); recentlyPlayed(Station.self)
+        recentlyPlayed(RecentlyPlayedMusicItem.self)
+        libraryRequestable(Playlist.Entry.self); libraryRequestable(Song.self); libraryRequestable(Playlist.self)
+        identifiable(Playlist.Entry.Item.self)
+        XCTAssertFalse(Album.self is any MusicRecentlyPlayedRequestable.Type, "Apple's Album is not recently-played requestable")
+        XCTAssertFalse(Playlist.self is any MusicRecentlyPlayedRequestable.Type, "nor is its Playlist")
+    }
+
     func testRecommendationsSearchesSectionsAndSuggestionsAsAnAppWritesThem() async throws {
         // Recommendations.
         let response = try await MusicPersonalRecommendationsRequest().response()
