@@ -55,8 +55,10 @@ let package = Package(
             swiftSettings: [
                 // `@_noLocks` on the render step is verified where generics are specialized:
                 // in optimized builds (`swift build -c release`). Unoptimized builds cannot see
-                // through generic calls, so the check is off there.
-                .unsafeFlags(["-Xllvm", "-sil-disable-pass=performance-diagnostics"], .when(configuration: .debug)),
+                // through generic calls, so the attribute is only there in release builds
+                // (`#if MUSICKIT_CHECKS_NO_LOCKS` on each). A define, not an unsafe flag: SwiftPM
+                // refuses a versioned dependency whose targets carry unsafe flags (issue #43).
+                .define("MUSICKIT_CHECKS_NO_LOCKS", .when(configuration: .release)),
             ]
         ),
         .target(

@@ -655,7 +655,9 @@ struct AudioRenderer: ~Copyable {
     /// the history (replays) or from the preroll slot and the ring, padded with silence when
     /// asked. Pure Swift; the compiler checks it takes no lock and allocates nothing
     /// (`@_noLocks`, optimized builds).
+#if MUSICKIT_CHECKS_NO_LOCKS
     @_noLocks
+#endif
     private mutating func renderPeriod(padWithSilence: Bool) {
         let wanted = periodFrames - periodRendered
         let destination = devicePeriod + periodRendered * bytesPerFrame
@@ -692,7 +694,9 @@ struct AudioRenderer: ~Copyable {
         }
     }
 
+#if MUSICKIT_CHECKS_NO_LOCKS
     @_noLocks
+#endif
     private mutating func copyFromHistory(into destination: UnsafeMutableRawPointer, maximumFrames: Int) -> Int {
         let count = min(maximumFrames, replayRemaining)
         for frame in 0..<count {
@@ -705,7 +709,9 @@ struct AudioRenderer: ~Copyable {
         return count
     }
 
+#if MUSICKIT_CHECKS_NO_LOCKS
     @_noLocks
+#endif
     private mutating func recordHistory(_ bytes: UnsafeRawPointer, frameCount: Int) {
         var remaining = frameCount
         var source = bytes
@@ -740,7 +746,9 @@ struct AudioRenderer: ~Copyable {
 
     /// Fills `floatPeriod` from the preroll slot or the ring, following the markers.
     /// Returns frames rendered; stops early at the queue's end or when nothing is ready.
+#if MUSICKIT_CHECKS_NO_LOCKS
     @_noLocks
+#endif
     private mutating func renderFromSources(maximumFrames: Int, atTimelineFrame timelineStart: Int) -> Int {
         var filled = 0
         while filled < maximumFrames {

@@ -4,7 +4,9 @@
 /// (`@_noLocks`, checked by the compiler in optimized builds; `@_noLocks` implies no allocation).
 /// 16-bit conversion is exact for samples that came from 16-bit sources (x / 32768 * 32768 == x),
 /// which is what makes bit-exact gapless checks possible.
+#if MUSICKIT_CHECKS_NO_LOCKS
 @_noLocks
+#endif
 func convertSamples(_ source: UnsafePointer<Float>, count: Int,
                     to destination: UnsafeMutableRawPointer, format: PCMSampleFormat) {
     switch format {
@@ -29,7 +31,10 @@ func convertSamples(_ source: UnsafePointer<Float>, count: Int,
     }
 }
 
-@inline(__always) @_noLocks
+@inline(__always)
+#if MUSICKIT_CHECKS_NO_LOCKS
+@_noLocks
+#endif
 private func clampedScaled(_ sample: Float, scale: Float, maximum: Float) -> Int32 {
     let scaled = roundedToNearestEven(sample * scale)
     if scaled.isNaN { return 0 }
@@ -38,14 +43,20 @@ private func clampedScaled(_ sample: Float, scale: Float, maximum: Float) -> Int
 
 /// Round to nearest, ties to even, for |x| < 2^22, by the add-and-subtract trick
 /// (`rounded()` pulls in a generic enum the real-time checker rejects).
-@inline(__always) @_noLocks
+@inline(__always)
+#if MUSICKIT_CHECKS_NO_LOCKS
+@_noLocks
+#endif
 private func roundedToNearestEven(_ value: Float) -> Float {
     let magic: Float = 12_582_912  // 1.5 * 2^23
     return value >= 0 ? (value + magic) - magic : (value - magic) + magic
 }
 
 /// The same for Double, exact for |x| < 2^51.
-@inline(__always) @_noLocks
+@inline(__always)
+#if MUSICKIT_CHECKS_NO_LOCKS
+@_noLocks
+#endif
 private func roundedToNearestEven(_ value: Double) -> Double {
     let magic: Double = 6_755_399_441_055_744  // 1.5 * 2^52
     return value >= 0 ? (value + magic) - magic : (value - magic) + magic
