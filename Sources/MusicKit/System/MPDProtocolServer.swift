@@ -12,7 +12,8 @@ import Synchronization
 /// `clear`, `delete POS|START:END`, `deleteid ID`, `move FROM TO`, `playlistinfo [POS|START:END]`,
 /// `playlistid [ID]`, `plchanges VERSION`, `repeat`, `random`, `single`, `consume` (0 only),
 /// `find`/`search TYPE WHAT` (title, artist, album, any) over the library and the catalog,
-/// `list artist|album|title|genre`, `idle [SUBSYSTEMS]`/`noidle`, `command_list_begin`,
+/// `list artist|album|title|genre`, `idle [SUBSYSTEMS]`/`noidle` (as MPD: changes since the
+/// client's last `idle` are kept for it; `noidle` outside `idle` is ignored), `command_list_begin`,
 /// `command_list_ok_begin`, `command_list_end`, `ping`, `close`, `tagtypes`, `outputs`,
 /// `commands`. A URI is a file path, `file://…`, or `musickit:ID` (a catalog or library ID).
 /// Anything else gets MPD's `ACK [5@0] {command} unknown command`.
@@ -38,12 +39,13 @@ final class MPDProtocolServer: @unchecked Sendable {
         var nextIdler: UInt64 = 1
     }
 
-    /// A client waiting in `idle`: the subsystems it waits for, what changed, and a pipe that
+    /// A connected client: what changed since its last `idle` answered (MPD keeps these for
+    /// every client, so an `idle` sent after a change answers at once: ncmpcpp sends `status`,
+    /// then `idle`), and, while it waits in `idle`, the subsystems it waits for and a pipe that
     /// wakes its thread.
     private struct Idler {
-        var wanted: Set<String>
         var changes: Set<String> = []
-        let wake: Int32
+        var waiting: (wanted: Set<String>, wake: Int32)?
     }
 
     private let state = Mutex(State())
@@ -90,11 +92,11 @@ final class MPDProtocolServer: @unchecked Sendable {
         state.withLock { state in
             if subsystems.contains("playlist") { state.playlistVersion += 1 }
             for (id, idler) in state.idlers {
-                let relevant = idler.wanted.isEmpty ? subsystems : subsystems.intersection(idler.wanted)
-                guard !relevant.isEmpty else { continue }
-                state.idlers[id]?.changes.formUnion(relevant)
+                state.idlers[id]?.changes.formUnion(subsystems)
+                guard let waiting = idler.waiting,
+                      !(waiting.wanted.isEmpty ? subsystems : subsystems.intersection(waiting.wanted)).isEmpty else { continue }
                 var byte: UInt8 = 1
-                _ = write(idler.wake, &byte, 1)  // non-blocking; a full pipe already wakes it
+                _ = write(waiting.wake, &byte, 1)  // non-blocking; a full pipe already wakes it
             }
         }
     }
@@ -103,6 +105,8 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     private final class Connection {
         let descriptor: Int32
+        /// Its entry in `State.idlers` (what changed since its last `idle`).
+        var idlerID: UInt64 = 0
         /// Whether the peer is known to be the daemon's own user (the Unix socket checks it);
         /// otherwise files are served only from the library's folders.
         let ownUser: Bool
@@ -136,6 +140,12 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     private func serve(_ descriptor: Int32, ownUser: Bool) {
         let connection = Connection(descriptor: descriptor, ownUser: ownUser)
+        connection.idlerID = state.withLock { state in
+            defer { state.nextIdler += 1 }
+            state.idlers[state.nextIdler] = Idler()
+            return state.nextIdler
+        }
+        defer { _ = state.withLock { $0.idlers.removeValue(forKey: connection.idlerID) } }
         guard connection.send("OK MPD \(Self.protocolVersion)\n") else { return }
         var list: [String]?
         var listBytes = 0
@@ -162,6 +172,8 @@ final class MPDProtocolServer: @unchecked Sendable {
                         failed = true
                     case .closed:
                         return
+                    case .silent:
+                        if listOK { output += "list_OK\n" }
                     }
                     if failed { break }
                 }
@@ -178,6 +190,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             case .success(let text): guard connection.send(text + "OK\n") else { return }
             case .failure(let error): guard connection.send(error.line(index: 0)) else { return }
             case .closed: return
+            case .silent: continue
             }
         }
     }
@@ -186,6 +199,8 @@ final class MPDProtocolServer: @unchecked Sendable {
         case success(String)
         case failure(Failure)
         case closed
+        /// Nothing is sent (`noidle` outside `idle`).
+        case silent
     }
 
     /// MPD's error: `ACK [code@index] {command} message`.
@@ -224,6 +239,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         let args = Array(words.dropFirst())
         if command == "close" { return .closed }
         if command == "idle" { return idle(Set(args), connection: connection) }
+        if command == "noidle" { return .silent }  // outside idle, MPD ignores it: no answer
         do {
             if Self.lookups.contains(command) { return .success(try perform(command, args, adding: nil)) }
             // Pausing and stopping never wait for another client's command (a play whose first
@@ -276,7 +292,23 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     // MARK: - Idle
 
+    /// Answers with what changed in `wanted` (every subsystem when empty) since this client's
+    /// last `idle` answered, at once if something did, else when something does or `noidle`
+    /// comes. Once it answers, every change is forgotten, the unwanted too (MPD 0.23 does the
+    /// same: checked against it).
     private func idle(_ wanted: Set<String>, connection: Connection) -> Outcome {
+        let id = connection.idlerID
+        /// The changes `wanted` covers, taken (nil when none).
+        func take() -> String? {
+            state.withLock { state -> String? in
+                let changes = state.idlers[id]?.changes ?? []
+                let answered = wanted.isEmpty ? changes : changes.intersection(wanted)
+                guard !answered.isEmpty else { return nil }
+                state.idlers[id]?.changes = []
+                return answered.sorted().map { "changed: \($0)\n" }.joined()
+            }
+        }
+        if let answer = take() { return .success(answer) }
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else {
             return .failure(Failure(code: Failure.system, command: "idle", message: String(cString: strerror(errno))))
@@ -286,17 +318,11 @@ final class MPDProtocolServer: @unchecked Sendable {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
         }
-        let id = state.withLock { state in
-            defer { state.nextIdler += 1 }
-            state.idlers[state.nextIdler] = Idler(wanted: wanted, wake: pipeEnds[1])
-            return state.nextIdler
-        }
-        defer { _ = state.withLock { $0.idlers.removeValue(forKey: id) } }
+        state.withLock { $0.idlers[id]?.waiting = (wanted, pipeEnds[1]) }
+        // Cleared under the lock before the pipe closes: no wake-up goes to a reused descriptor.
+        defer { state.withLock { $0.idlers[id]?.waiting = nil } }
         while true {
-            let changes = state.withLock { $0.idlers[id]?.changes ?? [] }
-            if !changes.isEmpty {
-                return .success(changes.sorted().map { "changed: \($0)\n" }.joined())
-            }
+            if let answer = take() { return .success(answer) }
             var descriptors = [pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0),
                                pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)]
             if !connection.buffer.isEmpty { descriptors[0].revents = Int16(POLLIN) } else { _ = poll(&descriptors, 2, -1) }
@@ -305,8 +331,7 @@ final class MPDProtocolServer: @unchecked Sendable {
                 // The only command allowed while idle: noidle (anything else ends the connection).
                 guard let line = connection.readLine() else { return .closed }
                 guard line.trimmingCharacters(in: .whitespaces) == "noidle" else { return .closed }
-                let changes = state.withLock { $0.idlers[id]?.changes ?? [] }
-                return .success(changes.sorted().map { "changed: \($0)\n" }.joined())
+                return .success(take() ?? "")
             }
         }
     }

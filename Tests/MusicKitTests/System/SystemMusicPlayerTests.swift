@@ -545,6 +545,25 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertTrue(greeting.hasPrefix("OK MPD"), "served again once the others left")
     }
 
+    /// `idle` answers at once with what changed since the client's last `idle`, changes made
+    /// between its commands included, and then forgets every change, as MPD 0.23 does (issue
+    /// #44: ncmpcpp sends `status`, then `idle`, and waited for good, showing the old song);
+    /// `noidle` outside `idle` is ignored.
+    func testIdleAnswersChangesMadeBetweenCommandsAndNoidleAloneIsIgnored() throws {
+        let path = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 4_410, into: directory).songs.first?.resource.string("filePath"))
+        let client = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(client.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(client.exchange("status\n").hasSuffix("OK\n"))
+        XCTAssertEqual(try mpc("add", path).code, 0, "another client changes the playlist")
+        XCTAssertEqual(try mpc("repeat", "on").code, 0, "and the options")
+        XCTAssertEqual(client.exchange("idle playlist\n"), "changed: playlist\nOK\n", "at once, what changed meanwhile")
+        XCTAssertEqual(client.exchange("idle options\nnoidle\n"), "OK\n", "the rest was forgotten with the answer, as in MPD")
+        XCTAssertEqual(try mpc("repeat", "off").code, 0)
+        XCTAssertEqual(client.exchange("idle options\n"), "changed: options\nOK\n", "a new change is answered at once")
+        XCTAssertEqual(client.exchange("noidle\nping\n"), "OK\n", "noidle alone: no answer, as MPD (only ping's OK)")
+        XCTAssertEqual(client.exchange("idle playlist\nnoidle\n"), "OK\n", "nothing new: noidle ends the wait")
+    }
+
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
