@@ -465,8 +465,11 @@ final class MPDProtocolServer: @unchecked Sendable {
             return try find(args, exact: command == "find", command: command)
         case "list":
             return try list(args, command: command)
-        case "tagtypes": return ["Artist", "Album", "Title", "Genre", "Track"].map { "tagtype: \($0)\n" }.joined()
-        case "outputs": return "outputid: 0\noutputname: \(player.engineConfiguration.deviceName)\nplugin: alsa\noutputenabled: 1\n"
+        case "tagtypes": return ["Artist", "Album", "Title", "Track", "Date", "Genre", "Disc"].map { "tagtype: \($0)\n" }.joined()
+        case "outputs":
+            // The device opened (after a fallback), else the one configured; libpulse's or ALSA's.
+            let device = player.engineStatistics.deviceName ?? player.engineConfiguration.deviceName
+            return "outputid: 0\noutputname: \(device)\nplugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\noutputenabled: 1\n"
         case "commands":
             return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
                     "consume", "currentsong", "delete", "deleteid", "find", "idle", "list", "move", "next", "noidle", "outputs",
@@ -531,7 +534,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         describe(entry.resource) + "Pos: \(position)\nId: \(songID(entry))\n"
     }
 
-    /// A song's lines: file, Title, Artist, Album, Genre, Track, Time/duration.
+    /// A song's lines: file, Title, Artist, Album, Genre, Track, Disc, Date, Time/duration.
     static func describe(_ resource: ResourceObject) -> String {
         var lines = ["file: \(resource.string("filePath") ?? "musickit:\(resource.id)")"]
         if let title = resource.string("name") { lines.append("Title: \(title)") }
@@ -539,6 +542,8 @@ final class MPDProtocolServer: @unchecked Sendable {
         if let album = resource.string("albumName") { lines.append("Album: \(album)") }
         if let genre = resource.strings("genreNames")?.first { lines.append("Genre: \(genre)") }
         if let track = resource.int("trackNumber") { lines.append("Track: \(track)") }
+        if let disc = resource.int("discNumber") { lines.append("Disc: \(disc)") }
+        if let date = resource.string("releaseDate") { lines.append("Date: \(date)") }
         if let duration = resource.duration() {
             lines.append("Time: \(duration.clampedInt())")
             lines.append("duration: \(String(format: "%.3f", duration))")

@@ -564,6 +564,34 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(client.exchange("idle playlist\nnoidle\n"), "OK\n", "nothing new: noidle ends the wait")
     }
 
+    /// `outputs` names the device the stream is open on and its kind (issue #44: `plugin: alsa`
+    /// while playing through libpulse); `tagtypes` lists the tags songs are described with.
+    func testOutputsNamesTheDeviceAndTagtypesTheTagsSongsCarry() throws {
+        let device = try AudioTestEnvironment.requirePulse()
+        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        let outputs = mpd.exchange("outputs\n")
+        XCTAssertTrue(outputs.contains("outputname: \(device)\n"), outputs)
+        XCTAssertTrue(outputs.contains("plugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\n"), outputs)
+        XCTAssertEqual(mpd.exchange("tagtypes\n"), ["Artist", "Album", "Title", "Track", "Date", "Genre", "Disc"]
+            .map { "tagtype: \($0)\n" }.joined() + "OK\n")
+        let song = ResourceObject(id: "1", type: "songs", href: nil, attributes: [
+            "name": "Halo", "artistName": "Ripper", "albumName": "Ripped", "trackNumber": 4, "discNumber": 2,
+            "releaseDate": "2019-03-01", "durationInMillis": 61_500])
+        XCTAssertEqual(MPDProtocolServer.describe(song), """
+            file: musickit:1
+            Title: Halo
+            Artist: Ripper
+            Album: Ripped
+            Track: 4
+            Disc: 2
+            Date: 2019-03-01
+            Time: 62
+            duration: 61.500
+
+            """)
+    }
+
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
