@@ -114,9 +114,9 @@ struct ProtocolFuzzBenchmarks {
         // Stopped with an empty queue, the daemon must be idle: nothing left spinning.
         if daemonRuns(), watcher.exchange("stop\nclear\n", timeout: Self.answerSeconds, untilComplete: 2) != nil {
             Thread.sleep(forTimeInterval: 0.5)
-            let before = cpuSeconds(of: daemon)
+            let before = CostBenchmarks.Sample(pid: daemon)
             Thread.sleep(forTimeInterval: 1)
-            let used = cpuSeconds(of: daemon) - before
+            let used = Double(before.until(CostBenchmarks.Sample(pid: daemon)).cpuNanoseconds) / 1e9
             if used > 0.2 {
                 findings.failures.append(String(format: "stopped and cleared, the daemon still used %.2f s of CPU in 1 s", used))
             }
@@ -378,15 +378,6 @@ struct ProtocolFuzzBenchmarks {
             return nil
         }
         return (bus, address)
-    }
-
-    private func cpuSeconds(of pid: pid_t) -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return 0 }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        // utime and stime: fields 14 and 15 of the whole line, 12 and 13 after the name.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     private func keep(_ text: String, named name: String, in directory: URL) {
