@@ -61,6 +61,25 @@ struct SystemPlayerBenchmarks {
         report.add(Row("system player TTFA after prepareToPlay(): play() -> sound", starts: prepared, landingFloor: landingFloor,
                        note: "SystemMusicPlayer -> musickitd, a library song"))
 
+        // A new queue while another plays (silence, so that nothing is heard before the call):
+        // the queue replaced and played at once, as `musickit play --system FILE` does.
+        var replaced: [StartCheck] = []
+        for _ in 0..<runs {
+            player.queue = MusicPlayer.Queue(for: [silence])
+            do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+            Thread.sleep(forTimeInterval: 0.5)
+            let since = monotonicNanoseconds()
+            replaced.append(check(since: since) {
+                player.queue = MusicPlayer.Queue(for: [sweep])
+                try await player.play()
+            })
+            player.stop()
+            try? player.synchronize()
+            settle()
+        }
+        report.add(Row("system player new queue while playing: queue = [song]; play() -> sound", starts: replaced,
+                       landingFloor: landingFloor, note: "SystemMusicPlayer -> musickitd, replacing a playing queue"))
+
         // Skips: the API, the command, mpc.
         func skips(_ name: String, note: String, _ skip: () throws -> UInt64) {
             var checks: [StartCheck] = []
@@ -116,6 +135,27 @@ struct SystemPlayerBenchmarks {
             }
             report.add(Row("musickitd TTFA via `mpc play` -> sound", starts: plays, landingFloor: landingFloor,
                            note: "includes mpc start-up; queue set, stopped"))
+            // What a person types to hear something else: three mpc processes, timed from the first.
+            var newQueues: [StartCheck] = []
+            for _ in 0..<runs {
+                player.queue = MusicPlayer.Queue(for: [silence])
+                do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+                Thread.sleep(forTimeInterval: 0.5)
+                let since = monotonicNanoseconds()
+                do {
+                    let call = try Self.runProcess(mpc, ["-q", "clear"], environment: commandEnvironment)
+                    _ = try Self.runProcess(mpc, ["-q", "add", fixtures.sweep.path], environment: commandEnvironment)
+                    _ = try Self.startProcess(mpc, ["-q", "play"], environment: commandEnvironment)
+                    newQueues.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples, timeout: 4))
+                } catch {
+                    progress("mpc clear; add; play: \(error)")
+                }
+                player.stop()
+                try? player.synchronize()
+                settle()
+            }
+            report.add(Row("musickitd new queue while playing: `mpc clear; mpc add F; mpc play` -> sound", starts: newQueues,
+                           landingFloor: landingFloor, note: "three mpc processes, timed from the first's start"))
         }
     }
 
@@ -124,6 +164,15 @@ struct SystemPlayerBenchmarks {
         let called = CallTime()
         Task { called.mark(); try await action() }
         return recorder.checkStart(since: since, call: called.wait(), track: fixtures.sweepSamples)
+    }
+
+    /// Runs a process to its end; returns the time it was started.
+    private static func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> UInt64 {
+        let process = Process.quiet(executable, arguments, environment: environment)
+        let start = monotonicNanoseconds()
+        try process.run()
+        process.waitUntilExit()
+        return start
     }
 
     /// Starts a process (not waited for here: its sound is); returns the time it was started.
