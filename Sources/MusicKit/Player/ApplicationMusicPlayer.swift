@@ -183,6 +183,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var transition: MusicPlayer.Transition = .none
         /// Counts pauses, so that a release scheduled by one pause is not done after a later one.
         var pauseCount = 0
+        /// See `pausesAfterEachEntry`.
+        var pausesAfterEachEntry = false
     }
 
     private struct Seeking: @unchecked Sendable {
@@ -357,7 +359,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             // Library songs play without authorization; the account is read when a catalog entry comes.
             catalogAccess = .whenNeeded(in: .current)
         }
-        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs)
+        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs,
+                          pausesAfterEachEntry: control.withLock { $0.pausesAfterEachEntry })
         let startTime = control.withLock { control -> TimeInterval? in
             control.failures = []
             control.heardToken = nil
@@ -505,7 +508,11 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             // plays that could finish (the engine would only finish the queue at the next play).
             return nil
         }
-        if pendingJump != nil || (state.repeatMode == .one && state.shuffleMode != .songs) {
+        // The provider answers nothing after an entry when playback pauses after each one: a
+        // skip names the entry it goes to, as a jump (the next in the queue's order, shuffled
+        // or not).
+        let pausesAfterEntry = control.withLock { $0.pausesAfterEachEntry }
+        if pendingJump != nil || (state.repeatMode == .one && state.shuffleMode != .songs) || pausesAfterEntry {
             // From the entry a jump is headed for (not heard yet), or out of a repeated entry
             // (repeat one repeats at the end of an entry; a skip goes on).
             guard let id = pendingJump ?? heardEntry.entry?.id, let index = contents.index(ofEntryID: id) else {
@@ -716,9 +723,26 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     private func modesChanged() {
-        control.withLock { $0.nextMayBeStale = true }
-        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs)
+        let pauses = control.withLock { control in
+            control.nextMayBeStale = true
+            return control.pausesAfterEachEntry
+        }
+        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs, pausesAfterEachEntry: pauses)
         engine.queueDidChange()
+    }
+
+    /// Whether playback stops at the end of each entry, paused at the start of the next one
+    /// (`play()` goes on there), unless `state.repeatMode` is `.one`. Not Apple's: MPD's
+    /// `single` with `repeat` off, for the system player's MPD clients.
+    var pausesAfterEachEntry: Bool {
+        get { control.withLock { $0.pausesAfterEachEntry } }
+        set {
+            let changed = control.withLock { control in
+                defer { control.pausesAfterEachEntry = newValue }
+                return control.pausesAfterEachEntry != newValue
+            }
+            if changed { modesChanged() }
+        }
     }
 
     // MARK: - Engine events (event queue)
@@ -764,15 +788,26 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             control.withLock { $0.failures.append(reason) }
             listeners.emit(.entryFailed(provider.issued(token)?.entry, reason: reason))
         case .queueFinished:
-            let (waiters, failures) = control.withLock { control in
+            let (waiters, failures, lastToken, pausesAfterEntry) = control.withLock { control in
                 control.intent = .stopped
-                control.heardToken = nil
-                defer { control.startWaiters = [] }
-                return (control.startWaiters, control.failures)
+                defer {
+                    control.heardToken = nil
+                    control.startWaiters = []
+                }
+                return (control.startWaiters, control.failures, control.heardToken, control.pausesAfterEachEntry)
             }
-            // Back to the start of the queue, stopped, as the Music app does.
-            playerQueue.setCurrentEntryID(playerQueue.snapshot.contents.entry(at: 0)?.id)
-            state.setPlaybackStatus(.stopped)
+            let contents = playerQueue.snapshot.contents
+            if pausesAfterEntry, state.repeatMode != .one, let lastToken, let last = provider.issued(lastToken)?.entry,
+               let index = contents.index(ofEntryID: last.id), let next = contents.entry(at: index + 1) {
+                // Paused at the start of the next entry (MPD's `single`).
+                playerQueue.setCurrentEntryID(next.id)
+                control.withLock { $0.pendingStartTime = nil }
+                state.setPlaybackStatus(.paused)
+            } else {
+                // Back to the start of the queue, stopped, as the Music app does.
+                playerQueue.setCurrentEntryID(contents.entry(at: 0)?.id)
+                state.setPlaybackStatus(.stopped)
+            }
             for waiter in waiters { waiter.resume(throwing: PlaybackError.nothingPlayable(failures)) }
             resumeEntryWaiters()
             listeners.emit(.queueFinished)

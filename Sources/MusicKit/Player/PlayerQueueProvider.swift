@@ -45,6 +45,9 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         var started: Set<UInt64> = []
         var repeatMode: MusicPlayer.RepeatMode = .none
         var shuffles = false
+        /// Nothing follows an entry (the player pauses after each; see
+        /// `ApplicationMusicPlayer.pausesAfterEachEntry`), unless it repeats.
+        var pausesAfterEachEntry = false
         /// Whether catalog content plays in this session (decided by the player when it starts,
         /// or when the first catalog entry comes).
         var catalogAccess: PlaybackServices.SessionCatalogAccess = .decided(.denied(reason: "the session has not started"))
@@ -81,7 +84,7 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         }
     }
 
-    func setModes(repeatMode: MusicPlayer.RepeatMode, shuffles: Bool) {
+    func setModes(repeatMode: MusicPlayer.RepeatMode, shuffles: Bool, pausesAfterEachEntry: Bool = false) {
         state.withLock { state in
             if shuffles && !state.shuffles {
                 // A new round: what is playing counts as played.
@@ -90,6 +93,7 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
             }
             state.repeatMode = repeatMode
             state.shuffles = shuffles
+            state.pausesAfterEachEntry = pausesAfterEachEntry
             PlayerQueueProvider.forgetSuccessors(&state)
         }
     }
@@ -266,6 +270,7 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         // Where the entry is now; a removed entry's place is taken by what followed it.
         let position = contents.index(ofEntryID: from.entry.id)
         if state.repeatMode == .one, let position { return position }
+        if state.pausesAfterEachEntry { return nil }
         if state.shuffles { return shuffledIndex(count: count, contents: contents, state: &state) }
         let next = position.map { $0 + 1 } ?? min(from.index, count)
         if next < count { return next }

@@ -10,7 +10,7 @@ import Synchronization
 /// Commands: `status`, `currentsong`, `play [POS]`, `playid [ID]`, `pause [0|1]`, `stop`, `next`,
 /// `previous`, `seek POS TIME`, `seekid ID TIME`, `seekcur [+|-]TIME`, `add URI`, `addid URI [POS]`,
 /// `clear`, `delete POS|START:END`, `deleteid ID`, `move FROM TO`, `playlistinfo [POS|START:END]`,
-/// `playlistid [ID]`, `plchanges VERSION`, `repeat`, `random`, `single`, `consume` (0 only),
+/// `playlistid [ID]`, `plchanges VERSION`, `repeat`, `random`, `single` (see `setModes`), `consume` (0 only),
 /// `find`/`search TYPE WHAT` (title, artist, album, any) over the library and the catalog,
 /// `list artist|album|title|genre`, `idle [SUBSYSTEMS]`/`noidle` (as MPD: changes since the
 /// client's last `idle` are kept for it; `noidle` outside `idle` is ignored), `command_list_begin`,
@@ -452,12 +452,8 @@ final class MPDProtocolServer: @unchecked Sendable {
             if command == "playlistid", !args.isEmpty { indices = [try position(ofID: try int(0))] }
             if command == "plchanges", try int(0) >= state.withLock({ $0.playlistVersion }) { indices = [] }
             return indices.map { Self.describe(all[$0], position: $0) }.joined()
-        case "repeat":
-            let on = try flag(0)
-            player.state.repeatMode = on ? (player.state.repeatMode == .one ? .one : .all) : MusicPlayer.RepeatMode.none
-        case "single":
-            let on = try flag(0)
-            player.state.repeatMode = on ? .one : MusicPlayer.RepeatMode.none
+        case "repeat": Self.setModes(of: player, repeats: try flag(0), single: Self.single(of: player))
+        case "single": Self.setModes(of: player, repeats: Self.repeats(player), single: try flag(0))
         case "random": player.state.shuffleMode = try flag(0) ? .songs : .off
         case "consume":
             guard try !flag(0) else { throw Failure(code: Failure.argument, command: command, message: "consume mode is not supported") }
@@ -487,14 +483,30 @@ final class MPDProtocolServer: @unchecked Sendable {
         notify(subsystems)
     }
 
+    /// MPD's `repeat` and `single`, each on or off by itself, in the player's modes: both on
+    /// repeat the song (`.one`); `repeat` alone the queue (`.all`); `single` alone pauses after
+    /// each song, at the start of the next (`pausesAfterEachEntry`), as MPD 0.23 does.
+    static func setModes(of player: ApplicationMusicPlayer, repeats: Bool, single: Bool) {
+        player.pausesAfterEachEntry = single && !repeats
+        player.state.repeatMode = repeats ? (single ? .one : .all) : MusicPlayer.RepeatMode.none
+    }
+
+    static func repeats(_ player: ApplicationMusicPlayer) -> Bool {
+        (player.state.repeatMode ?? MusicPlayer.RepeatMode.none) != MusicPlayer.RepeatMode.none
+    }
+
+    static func single(of player: ApplicationMusicPlayer) -> Bool {
+        player.state.repeatMode == .one || player.pausesAfterEachEntry
+    }
+
     private func status() -> String {
         let state = player.state
         let all = player.queue.entries
         var lines = [
             "volume: 100",
-            "repeat: \(state.repeatMode == MusicPlayer.RepeatMode.none || state.repeatMode == nil ? 0 : 1)",
+            "repeat: \(Self.repeats(player) ? 1 : 0)",
             "random: \(state.shuffleMode == .songs ? 1 : 0)",
-            "single: \(state.repeatMode == .one ? 1 : 0)",
+            "single: \(Self.single(of: player) ? 1 : 0)",
             "consume: 0",
             "playlist: \(self.state.withLock { $0.playlistVersion })",
             "playlistlength: \(all.count)",

@@ -245,7 +245,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// mpc) only starts the stream.
     private func prepareSoon() {
         operations.async { [weak self, player] in
-            guard player.state.playbackStatus == .stopped, !player.isPreparedToPlay else { return }
+            // Stopped, or paused without a stream (after a song, MPD's `single`).
+            let status = player.state.playbackStatus
+            guard status == .stopped || status == .paused, !player.isPreparedToPlay else { return }
             do {
                 try waitFor { try await player.prepareToPlay() }
             } catch let error as MusicPlayer.PlaybackError where error == .emptyQueue {
@@ -391,6 +393,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             "time": .number(player.playbackTime),
             "repeat": .string(SystemPlayerWire.name(of: player.state.repeatMode ?? .none)),
             "shuffle": player.state.shuffleMode == .songs ? "songs" : "off",
+            "pausesAfterEachEntry": .bool(player.pausesAfterEachEntry),
         ]
         if let currentID, let index = contents.index(ofEntryID: currentID) { object["current"] = JSONValue(index) }
         do {
@@ -416,6 +419,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             player.queue = queue
             if let mode = object["repeat"]?.string { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
             if let mode = object["shuffle"]?.string { player.state.shuffleMode = mode == "songs" ? .songs : .off }
+            if let pauses = object["pausesAfterEachEntry"]?.bool { player.pausesAfterEachEntry = pauses }
             if let time = object["time"]?.number, time > 0 { player.playbackTime = time }
             log("restored \(contents.count) entries from \(stateURL.path)")
         } catch {

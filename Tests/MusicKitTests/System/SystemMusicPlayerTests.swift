@@ -592,6 +592,49 @@ final class SystemPlayerMPDTests: XCTestCase {
             """)
     }
 
+    /// `repeat` and `single` are independent, as in MPD (issue #44: `single on` turned repeat
+    /// on): `single` alone pauses after the song at the start of the next, where `play` goes
+    /// on (MPD 0.23 answers `state: pause`, the next song, elapsed 0); both repeat the song; a
+    /// restarted daemon keeps them.
+    func testSingleAndRepeatAreIndependentAndSingleAlonePausesAfterTheSong() throws {
+        let songs = try GeneratedSongs.tones([440, 550, 660], frames: 22_050, into: directory).songs
+        for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
+        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        func modes() -> String {
+            mpd.exchange("status\n").split(separator: "\n").filter { $0.hasPrefix("repeat:") || $0.hasPrefix("single:") }.joined(separator: " ")
+        }
+        XCTAssertEqual(mpd.exchange("single 1\n"), "OK\n")
+        XCTAssertEqual(modes(), "repeat: 0 single: 1", "single does not turn repeat on")
+        XCTAssertEqual(mpd.exchange("play 0\n"), "OK\n")
+        let deadline = Date(timeIntervalSinceNow: 5)
+        var status = ""
+        repeat {
+            usleep(20_000)
+            status = mpd.exchange("status\n")
+        } while !status.contains("state: pause\n") && Date() < deadline
+        XCTAssertTrue(status.contains("state: pause\n") && status.contains("song: 1\n"), "paused at the next song: \(status)")
+        XCTAssertTrue(status.contains("elapsed: 0.000\n"), status)
+        XCTAssertEqual(mpd.exchange("play\n"), "OK\n")
+        XCTAssertTrue(mpd.exchange("status\n").contains("song: 1\n"), "play goes on at the next song")
+        XCTAssertEqual(mpd.exchange("next\n"), "OK\n", "next skips as usual")
+        XCTAssertTrue(mpd.exchange("status\n").contains("state: play\nsong: 2\n"))
+        XCTAssertEqual(mpd.exchange("repeat 1\n"), "OK\n")
+        XCTAssertEqual(modes(), "repeat: 1 single: 1")
+        XCTAssertEqual(mpd.exchange("single 0\n"), "OK\n")
+        XCTAssertEqual(modes(), "repeat: 1 single: 0", "single off leaves repeat on")
+        XCTAssertEqual(mpd.exchange("command_list_begin\nrepeat 0\nsingle 1\ncommand_list_end\n"), "OK\n")
+
+        // Kept by a restarted daemon.
+        let player = SystemMusicPlayer(environment: environment)
+        try player.stopDaemon()
+        _ = try player.daemonProcessID()
+        let again = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(again.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"))
+        let restored = again.exchange("status\n")
+        XCTAssertTrue(restored.contains("repeat: 0\n") && restored.contains("single: 1\n"), restored)
+    }
+
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
