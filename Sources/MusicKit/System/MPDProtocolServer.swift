@@ -11,8 +11,10 @@ import Synchronization
 /// `previous`, `seek POS TIME`, `seekid ID TIME`, `seekcur [+|-]TIME`, `add URI`, `addid URI [POS]`,
 /// `clear`, `delete POS|START:END`, `deleteid ID`, `move FROM TO`, `playlistinfo [POS|START:END]`,
 /// `playlistid [ID]`, `plchanges VERSION`, `repeat`, `random`, `single` (see `setModes`), `consume` (0 only),
-/// `find`/`search TYPE WHAT` (title, artist, album, any) over the library and the catalog,
-/// `list artist|album|title|genre`, `idle [SUBSYSTEMS]`/`noidle` (as MPD: changes since the
+/// `find`/`search`/`findadd`/`searchadd TYPE WHAT…` (title, artist, albumartist, album, genre,
+/// date, track, disc, file, any; in MPD's database order) over the library and the catalog,
+/// `list TAG [TYPE WHAT…] [group TAG]`, `lsinfo [FOLDER]` (the library's folders),
+/// `idle [SUBSYSTEMS]`/`noidle` (as MPD: changes since the
 /// client's last `idle` are kept for it; `noidle` outside `idle` is ignored), `command_list_begin`,
 /// `command_list_ok_begin`, `command_list_end`, `ping`, `close`, `tagtypes`, `outputs`,
 /// `commands`. A URI is a file path, `file://…`, or `musickit:ID` (a catalog or library ID).
@@ -230,7 +232,7 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     /// Commands that only read the library and the catalog: run on the client's thread, since
     /// a search may wait for the network.
-    private static let lookups: Set<String> = ["find", "search", "list", "tagtypes", "commands", "ping"]
+    private static let lookups: Set<String> = ["find", "search", "list", "lsinfo", "tagtypes", "commands", "ping"]
 
     private func run(_ line: String, connection: Connection) -> Outcome {
         let words: [String]
@@ -241,19 +243,23 @@ final class MPDProtocolServer: @unchecked Sendable {
         if command == "idle" { return idle(Set(args), connection: connection) }
         if command == "noidle" { return .silent }  // outside idle, MPD ignores it: no answer
         do {
-            if Self.lookups.contains(command) { return .success(try perform(command, args, adding: nil)) }
+            if Self.lookups.contains(command) { return .success(try perform(command, args, adding: [])) }
             // Pausing and stopping never wait for another client's command (a play whose first
             // entry is still opening): the player takes them from any thread.
             let pausing = command == "pause" && (args.first == "1" || (args.isEmpty && player.state.playbackStatus == .playing))
-            if command == "stop" || pausing { return .success(try perform(command, args, adding: nil)) }
-            var adding: PlayResolutionItem?
+            if command == "stop" || pausing { return .success(try perform(command, args, adding: [])) }
+            var adding: [PlayResolutionItem] = []
             if command == "add" || command == "addid" {
                 guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
                 do throws(SystemPlayerURIError) {
-                    adding = try SystemPlayerServer.item(forURI: uri, within: connection.ownUser ? nil : MusicLibraryScanner.folders)
+                    adding = [try SystemPlayerServer.item(forURI: uri, within: connection.ownUser ? nil : MusicLibraryScanner.folders)]
                 } catch {
                     throw Failure(error, command: command)
                 }
+            }
+            if command == "findadd" || command == "searchadd" {
+                // Found on this thread (a search may wait for the network); added in the queue.
+                adding = try songs(matching: args, exact: command == "findadd", command: command).map { PlayResolutionItem(item: $0) }
             }
             let output = try operations.sync { try perform(command, args, adding: adding) }
             return .success(output)
@@ -338,8 +344,9 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     // MARK: - Commands
 
-    /// Runs one command; `adding` is what `add`/`addid` named, already resolved.
-    private func perform(_ command: String, _ args: [String], adding: PlayResolutionItem?) throws -> String {
+    /// Runs one command; `adding` is what `add`/`addid` named, or what `findadd`/`searchadd`
+    /// found, already resolved.
+    private func perform(_ command: String, _ args: [String], adding: [PlayResolutionItem]) throws -> String {
         func int(_ index: Int) throws -> Int {
             guard index < args.count, let value = Int(args[index]) else {
                 throw Failure(code: Failure.argument, command: command, message: "Integer expected: \(index < args.count ? args[index] : "nothing")")
@@ -402,7 +409,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             let value = try number(0)
             player.playbackTime = text.hasPrefix("+") || text.hasPrefix("-") ? player.playbackTime + value : value
         case "add", "addid":
-            guard let item = adding else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
+            guard let item = adding.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
             let count = entries().count
             try waitFor { [player] in try await player.queue.insert(item.item, position: .tail) }
             var all = entries()
@@ -458,9 +465,16 @@ final class MPDProtocolServer: @unchecked Sendable {
         case "consume":
             guard try !flag(0) else { throw Failure(code: Failure.argument, command: command, message: "consume mode is not supported") }
         case "find", "search":
-            return try find(args, exact: command == "find", command: command)
+            return try songs(matching: args, exact: command == "find", command: command).map { Self.describe($0.resource) }.joined()
+        case "findadd", "searchadd":
+            try waitFor { [player] in
+                for found in adding { try await player.queue.insert(found.item, position: .tail) }
+            }
+            notifyChanged(["playlist"])
         case "list":
             return try list(args, command: command)
+        case "lsinfo":
+            return try lsinfo(args.first ?? "", command: command)
         case "tagtypes": return ["Artist", "Album", "Title", "Track", "Date", "Genre", "Disc"].map { "tagtype: \($0)\n" }.joined()
         case "outputs":
             // The device opened (after a fallback), else the one configured; libpulse's or ALSA's.
@@ -468,9 +482,9 @@ final class MPDProtocolServer: @unchecked Sendable {
             return "outputid: 0\noutputname: \(device)\nplugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\noutputenabled: 1\n"
         case "commands":
             return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
-                    "consume", "currentsong", "delete", "deleteid", "find", "idle", "list", "move", "next", "noidle", "outputs",
-                    "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous", "random", "repeat",
-                    "search", "seek", "seekcur", "seekid", "single", "status", "stop", "tagtypes"].map { "command: \($0)\n" }.joined()
+                    "consume", "currentsong", "delete", "deleteid", "find", "findadd", "idle", "list", "lsinfo", "move", "next",
+                    "noidle", "outputs", "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous",
+                    "random", "repeat", "search", "searchadd", "seek", "seekcur", "seekid", "single", "status", "stop", "tagtypes"].map { "command: \($0)\n" }.joined()
         default:
             throw Failure(code: Failure.unknown, command: command, message: "unknown command \"\(command)\"")
         }
@@ -584,63 +598,184 @@ final class MPDProtocolServer: @unchecked Sendable {
         return start..<end
     }
 
-    /// Songs of the library and the catalog whose tag contains (`search`) or equals (`find`) the
-    /// value; pairs of TYPE VALUE, all must match.
-    private func find(_ args: [String], exact: Bool, command: String) throws -> String {
-        guard args.count >= 2, args.count % 2 == 0 else {
-            throw Failure(code: Failure.argument, command: command, message: "incorrect arguments (TYPE VALUE pairs)")
+    /// MPD's tags in filters, and the attributes they read. `AlbumArtist` falls back to the
+    /// artist (the library does not read album artists), as MPD's own fallback does.
+    private static let filterKeys: [String: [String]] = [
+        "title": ["name"], "artist": ["artistName"], "albumartist": ["artistName"], "album": ["albumName"],
+        "genre": ["genreNames"], "date": ["releaseDate"], "track": ["trackNumber"], "disc": ["discNumber"],
+        "file": ["filePath"], "any": ["name", "artistName", "albumName"],
+    ]
+
+    /// Legacy TYPE VALUE pairs (what mpc and libmpdclient send); MPD's `(TAG == 'VALUE')`
+    /// expressions are refused with MPD's ACK.
+    private static func filterPairs(_ args: ArraySlice<String>, command: String) throws -> [(tag: String, value: String)] {
+        if args.first?.hasPrefix("(") == true {
+            throw Failure(code: Failure.argument, command: command, message: "filter expressions are not supported; give TYPE VALUE pairs")
         }
-        let pairs = stride(from: 0, to: args.count, by: 2).map { (args[$0].lowercased(), args[$0 + 1]) }
-        let keys = ["title": ["name"], "artist": ["artistName"], "album": ["albumName"], "genre": ["genreNames"],
-                    "any": ["name", "artistName", "albumName"], "file": ["filePath"]]
-        for (tag, _) in pairs where keys[tag] == nil {
-            throw Failure(code: Failure.argument, command: command, message: "Unknown tag type: \(tag)")
+        guard args.count % 2 == 0 else { throw Failure(code: Failure.argument, command: command, message: "Incorrect number of filter arguments") }
+        let pairs = stride(from: args.startIndex, to: args.endIndex, by: 2).map { (tag: args[$0].lowercased(), value: args[$0 + 1]) }
+        for pair in pairs where filterKeys[pair.tag] == nil {
+            throw Failure(code: Failure.argument, command: command, message: "Unknown tag type: \(pair.tag)")
         }
-        let term = pairs.map(\.1).joined(separator: " ")
-        let songs = try waitFor { () -> [SendableResource] in
-            var found: [ResourceObject] = []
-            if let library = try? await MusicLibrarySearchRequest(term: term, types: [Song.self]).response() {
-                found += library.songs.map(\.resource)
-            }
-            var catalog = MusicCatalogSearchRequest(term: term, types: [Song.self])
-            catalog.limit = 50
-            if let response = try? await catalog.response() { found += response.songs.map(\.resource) }
-            return found.map(SendableResource.init)
-        }.map(\.resource)
-        func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
-        let matching = songs.filter { song in
-            pairs.allSatisfy { tag, value in
-                keys[tag]!.contains { key in
-                    let values = song.strings(key) ?? song.string(key).map { [$0] } ?? []
-                    return values.contains { exact ? fold($0) == fold(value) : fold($0).contains(fold(value)) }
-                }
-            }
-        }
-        return matching.map { Self.describe($0) }.joined()
+        return pairs
     }
 
-    /// The distinct values of a tag over the library and the catalog (`list artist`).
-    private func list(_ args: [String], command: String) throws -> String {
-        guard let tag = args.first?.lowercased() else { throw Failure(code: Failure.argument, command: command, message: "missing tag type") }
-        let key: String
-        switch tag {
-        case "artist", "albumartist": key = "artistName"
-        case "album": key = "albumName"
-        case "title": key = "name"
-        case "genre": key = "genreNames"
-        default: throw Failure(code: Failure.argument, command: command, message: "Unknown tag type: \(tag)")
+    private static func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
+
+    /// A tag's values in a song, as text.
+    private static func values(of key: String, in song: ResourceObject) -> [String] {
+        if let texts = song.strings(key) { return texts }
+        if let text = song.string(key) { return [text] }
+        if let number = song.int(key) { return [String(number)] }
+        return []
+    }
+
+    /// Whether `song` matches every pair: equal to the value (`find`) or containing it
+    /// (`search`), case and accents folded (MPD's `find` folds neither).
+    private static func matches(_ song: ResourceObject, _ pairs: [(tag: String, value: String)], exact: Bool) -> Bool {
+        pairs.allSatisfy { tag, value in
+            let wanted = fold(value)
+            return filterKeys[tag]!.contains { key in
+                values(of: key, in: song).contains { exact ? fold($0) == wanted : fold($0).contains(wanted) }
+            }
         }
-        let songs = try waitFor { () -> [SendableResource] in
+    }
+
+    /// MPD's database order: library files by path (folder, then file name: an album's songs
+    /// in track order), then catalog songs by artist, album, disc and track.
+    private static func databaseOrder(_ songs: [Song]) -> [Song] {
+        songs.sorted { a, b in
+            let (x, y) = (a.resource, b.resource)
+            let (pathX, pathY) = (x.string("filePath"), y.string("filePath"))
+            if (pathX == nil) != (pathY == nil) { return pathX != nil }
+            if let pathX, let pathY, pathX != pathY { return pathX.localizedStandardCompare(pathY) == .orderedAscending }
+            for key in ["artistName", "albumName"] {
+                let (p, q) = (x.string(key) ?? "", y.string(key) ?? "")
+                if p != q { return p.localizedStandardCompare(q) == .orderedAscending }
+            }
+            for key in ["discNumber", "trackNumber"] {
+                let (p, q) = (x.int(key) ?? 0, y.int(key) ?? 0)
+                if p != q { return p < q }
+            }
+            return (x.string("name") ?? "") < (y.string("name") ?? "")
+        }
+    }
+
+    /// Songs of the library and the catalog whose tags contain (`search`) or equal (`find`) the
+    /// values; pairs of TYPE VALUE, all must match; in MPD's database order.
+    private func songs(matching args: [String], exact: Bool, command: String) throws -> [Song] {
+        guard !args.isEmpty else { throw Failure(code: Failure.argument, command: command, message: "Incorrect number of filter arguments") }
+        let pairs = try Self.filterPairs(args[...], command: command)
+        let term = pairs.filter { $0.tag != "file" }.map(\.value).joined(separator: " ")
+        let found = try waitFor { () -> [SendableSong] in
+            var found: [Song] = []
+            if term.isEmpty {
+                found = (try? await MusicLibraryRequest<Song>().response().items.map { $0 }) ?? []
+            } else {
+                if let library = try? await MusicLibrarySearchRequest(term: term, types: [Song.self]).response() {
+                    found += library.songs
+                }
+                var catalog = MusicCatalogSearchRequest(term: term, types: [Song.self])
+                catalog.limit = 50
+                if let response = try? await catalog.response() { found += response.songs }
+            }
+            return found.map(SendableSong.init)
+        }.map(\.song)
+        var seen = Set<String>()
+        let matching = found.filter { Self.matches($0.resource, pairs, exact: exact) && seen.insert($0.id.rawValue).inserted }
+        return Self.databaseOrder(matching)
+    }
+
+    /// Every song of the library and the catalog.
+    private func allSongs() throws -> [ResourceObject] {
+        try waitFor { () -> [SendableResource] in
             var found = (try? await MusicLibraryRequest<Song>().response().items.map(\.resource)) ?? []
             let service = try await MusicCatalogService.current()
             found += try service.allResources(type: "songs", account: service.account, limit: 10_000, offset: 0).items
             return found.map(SendableResource.init)
         }.map(\.resource)
-        var seen = Set<String>()
-        let values = songs.flatMap { $0.strings(key) ?? $0.string(key).map { [$0] } ?? [] }.filter { seen.insert($0).inserted }.sorted()
-        let label = tag == "albumartist" ? "AlbumArtist" : tag.prefix(1).uppercased() + tag.dropFirst()
-        return values.map { "\(label): \(Self.oneLine($0))\n" }.joined()
     }
+
+    /// The distinct values of a tag over the library and the catalog: `list TAG [FILTER…]
+    /// [group TAG]`, and MPD's older `list album ARTIST`. With `group`, each group's value is
+    /// named before the values in it, as MPD 0.23 answers.
+    private func list(_ args: [String], command: String) throws -> String {
+        guard let tag = args.first?.lowercased() else { throw Failure(code: Failure.argument, command: command, message: "missing tag type") }
+        guard tag != "any", tag != "file", let key = Self.filterKeys[tag]?.first else {
+            throw Failure(code: Failure.argument, command: command, message: "Unknown tag type: \(tag)")
+        }
+        var rest = args.dropFirst()
+        var group: (tag: String, key: String)?
+        if let index = rest.firstIndex(where: { $0.lowercased() == "group" }) {
+            guard index + 1 < rest.endIndex, let groupKey = Self.filterKeys[rest[index + 1].lowercased()]?.first else {
+                throw Failure(code: Failure.argument, command: command, message: "Unknown tag type in group")
+            }
+            group = (rest[index + 1].lowercased(), groupKey)
+            rest = rest[rest.startIndex..<index] + rest[(index + 2)...]
+        }
+        let pairs: [(tag: String, value: String)]
+        if tag == "album", rest.count == 1, let artist = rest.first {
+            pairs = [("artist", artist)]  // MPD's `list album ARTIST`
+        } else {
+            pairs = try Self.filterPairs(rest, command: command)
+        }
+        let songs = try allSongs().filter { Self.matches($0, pairs, exact: true) }
+        func label(_ tag: String) -> String {
+            ["albumartist": "AlbumArtist", "date": "Date", "track": "Track", "disc": "Disc"][tag] ?? tag.prefix(1).uppercased() + tag.dropFirst()
+        }
+        func distinct(_ songs: [ResourceObject], _ key: String) -> [String] {
+            var seen = Set<String>()
+            return songs.flatMap { Self.values(of: key, in: $0) }.filter { seen.insert($0).inserted }
+                .sorted { $0.localizedStandardCompare($1) == .orderedAscending }
+        }
+        guard let group else { return distinct(songs, key).map { "\(label(tag)): \(Self.oneLine($0))\n" }.joined() }
+        var out = ""
+        for value in distinct(songs, group.key) {
+            let inGroup = songs.filter { Self.values(of: group.key, in: $0).contains(value) }
+            out += "\(label(group.tag)): \(Self.oneLine(value))\n"
+            out += distinct(inGroup, key).map { "\(label(tag)): \(Self.oneLine($0))\n" }.joined()
+        }
+        return out
+    }
+
+    /// The library's folders as MPD's directory tree (`lsinfo [URI]`): the root names each
+    /// scanned folder (an absolute path); a folder lists its subfolders (`directory:`) and its
+    /// songs. Paths are absolute, as this daemon's `file:` values are.
+    private func lsinfo(_ uri: String, command: String) throws -> String {
+        let roots = MusicLibraryScanner.folders.map { $0.standardizedFileURL.path }
+        if uri.isEmpty || uri == "/" {
+            return roots.map { "directory: \(Self.oneLine($0))\n" }.joined()
+        }
+        let folder = uri.hasSuffix("/") && uri.count > 1 ? String(uri.dropLast()) : uri
+        guard roots.contains(where: { folder == $0 || folder.hasPrefix($0 + "/") }) else {
+            throw Failure(code: Failure.noExist, command: command, message: "No such directory")
+        }
+        let songs = try waitFor { () -> [SendableSong] in
+            ((try? await MusicLibraryRequest<Song>().response().items.map { $0 }) ?? []).map(SendableSong.init)
+        }.map(\.song).filter { $0.resource.string("filePath")?.hasPrefix(folder + "/") == true }
+        var directories = Set<String>()
+        var files: [Song] = []
+        for song in songs {
+            guard let path = song.resource.string("filePath") else { continue }
+            let relative = path.dropFirst(folder.count + 1)
+            if let slash = relative.firstIndex(of: "/") {
+                directories.insert(folder + "/" + relative[..<slash])
+            } else {
+                files.append(song)
+            }
+        }
+        if directories.isEmpty && files.isEmpty && !roots.contains(folder) {
+            throw Failure(code: Failure.noExist, command: command, message: "No such directory")
+        }
+        return directories.sorted { $0.localizedStandardCompare($1) == .orderedAscending }.map { "directory: \(Self.oneLine($0))\n" }.joined()
+            + Self.databaseOrder(files).map { Self.describe($0.resource) }.joined()
+    }
+}
+
+/// A song handed out of an async closure.
+private struct SendableSong: @unchecked Sendable {
+    // @unchecked: Song is a value type of JSON values.
+    let song: Song
 }
 
 /// A resource handed out of an async closure (a value type of JSON values).

@@ -635,6 +635,58 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertTrue(restored.contains("repeat: 0\n") && restored.contains("single: 1\n"), restored)
     }
 
+    /// What ncmpcpp's Browse, Search and Media library screens ask (issue #44): `lsinfo` walks
+    /// the library's folders; `find`/`search` answer in MPD's database order (folder, then file:
+    /// an album in track order, not by title); `list` honours its filter and `group`;
+    /// `findadd`/`searchadd` queue what they find, in that order.
+    func testLibraryIsBrowsedFoundListedAndAddedInDatabaseOrder() throws {
+        let music = directory.appendingPathComponent("Music")
+        func song(_ path: String, title: String, artist: String, album: String, track: Int) throws {
+            let url = music.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let writer = try AudioFileWriter(path: url.path, format: .flac16, sampleRate: 44_100, channelCount: 2,
+                                             tags: .init(title: title, artist: artist, album: album, trackNumber: track))
+            try writer.write([Float](repeating: 0.25, count: 4_410 * 2))
+            try writer.close()
+        }
+        // Titles against track order: title order would put Arctic first.
+        try song("The Breeze/Weather/1 - Zephyr.flac", title: "Zephyr", artist: "The Breeze", album: "Weather", track: 1)
+        try song("The Breeze/Weather/2 - Arctic.flac", title: "Arctic", artist: "The Breeze", album: "Weather", track: 2)
+        try song("Éclair/Night Lights/1 - Lantern.flac", title: "Lantern", artist: "Éclair", album: "Night Lights", track: 1)
+        try MusicAuthorizationSettings.set(.authorized, for: environment.applicationIdentifier)
+        try MusicLibraryScanner.setFolders([music])
+        _ = try MusicLibraryScanner.scan()
+        let root = music.standardizedFileURL.path
+
+        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        func files(_ reply: String) -> [String] {
+            reply.split(separator: "\n").filter { $0.hasPrefix("file: ") }.map { String($0.dropFirst(6).split(separator: "/").last!) }
+        }
+        XCTAssertEqual(mpd.exchange("lsinfo\n"), "directory: \(root)\nOK\n")
+        XCTAssertEqual(mpd.exchange("lsinfo \"\(root)\"\n"), "directory: \(root)/Éclair\ndirectory: \(root)/The Breeze\nOK\n")
+        let album = mpd.exchange("lsinfo \"\(root)/The Breeze/Weather\"\n")
+        XCTAssertEqual(files(album), ["1 - Zephyr.flac", "2 - Arctic.flac"], album)
+        XCTAssertTrue(album.contains("Title: Zephyr\nArtist: The Breeze\nAlbum: Weather\n"), album)
+        XCTAssertEqual(mpd.exchange("lsinfo \"/etc\"\n"), "ACK [50@0] {lsinfo} No such directory\n")
+
+        XCTAssertEqual(files(mpd.exchange("find album Weather\n")), ["1 - Zephyr.flac", "2 - Arctic.flac"])
+        XCTAssertEqual(files(mpd.exchange("search artist breeze\n")), ["1 - Zephyr.flac", "2 - Arctic.flac"])
+        XCTAssertEqual(mpd.exchange("list album artist \"The Breeze\"\n"), "Album: Weather\nOK\n", "the filter is honoured")
+        XCTAssertEqual(mpd.exchange("list album \"Éclair\"\n"), "Album: Night Lights\nOK\n", "MPD's older list album ARTIST")
+        XCTAssertEqual(mpd.exchange("list title albumartist \"The Breeze\"\n"), "Title: Arctic\nTitle: Zephyr\nOK\n",
+                       "AlbumArtist falls back to the artist")
+        let grouped = mpd.exchange("list album group artist\n")
+        XCTAssertTrue(grouped.contains("Artist: The Breeze\nAlbum: Weather\n") && grouped.contains("Artist: Éclair\nAlbum: Night Lights\n"),
+                      grouped)
+        XCTAssertEqual(mpd.exchange("find \"(artist == 'x')\"\n"),
+                       "ACK [2@0] {find} filter expressions are not supported; give TYPE VALUE pairs\n")
+
+        XCTAssertEqual(mpd.exchange("findadd album Weather\n"), "OK\n")
+        XCTAssertEqual(mpd.exchange("searchadd title lant\n"), "OK\n")
+        XCTAssertEqual(try mpc("-f", "%title%", "playlist").out, "Zephyr\nArctic\nLantern\n")
+    }
+
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
