@@ -145,7 +145,8 @@ enum DaemonCommand {
 
       start    start it if it does not run; print its process ID
       stop     save its state and stop it
-      status   whether it runs (exit 1 when it does not), its process ID and socket
+      status   whether it runs (exit 1 when it does not), its process ID, its sockets (the
+               player's, and MPD's for MPD_HOST) and its log
       logs     print its log ($XDG_RUNTIME_DIR/musickit/musickitd.log)
 
     exit codes:
@@ -172,11 +173,18 @@ enum DaemonCommand {
                 Console.out("musickitd stopped\n")
             }
         case "status":
+            // Where clients find it, running or not (MPD's clients: MPD_HOST=<the MPD socket>).
+            let sockets = """
+                  socket:     \(SystemMusicPlayer.socketURL().path)
+                  MPD socket: \(SystemPlayerServer.mpdSocketURL(.current).path)
+                  log:        \(SystemMusicPlayer.daemonLogURL().path)
+
+                """
             guard let pid = SystemMusicPlayer.runningDaemonProcessID() else {
-                Console.out("musickitd does not run\n")
+                Console.out("musickitd does not run\n" + sockets)
                 return .failure
             }
-            Console.out("musickitd runs (process \(pid)); log: \(SystemMusicPlayer.daemonLogURL().path)\n")
+            Console.out("musickitd runs (process \(pid))\n" + sockets)
             return .success
         case "logs":
             let url = SystemMusicPlayer.daemonLogURL()

@@ -7,12 +7,15 @@ import MusicKit
 
 // First, before anything opens a descriptor of its own: close what the starting process left
 // open above standard error (a client's pipes among them; a daemon holding them would keep that
-// client's reader waiting forever).
+// client's reader waiting forever). Not the sockets systemd hands over (socket activation:
+// LISTEN_FDS descriptors from 3 on, for this process).
+let activatedCount: Int32 = getenv("LISTEN_PID").flatMap { Int32(String(cString: $0)) } == getpid()
+    ? getenv("LISTEN_FDS").flatMap { Int32(String(cString: $0)) } ?? 0 : 0
 if let directory = opendir("/proc/self/fd") {
     var inherited: [Int32] = []
     while let entry = readdir(directory) {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if let descriptor = Int32(name), descriptor > 2, descriptor != dirfd(directory) { inherited.append(descriptor) }
+        if let descriptor = Int32(name), descriptor > 2 + activatedCount, descriptor != dirfd(directory) { inherited.append(descriptor) }
     }
     closedir(directory)
     for descriptor in inherited { close(descriptor) }

@@ -175,6 +175,9 @@ final class CommandLineTests: XCTestCase {
         let daemon = try run(["daemon", "status"], environment: environment)
         XCTAssertEqual(daemon.code, 0)
         XCTAssertTrue(daemon.out.contains("musickitd runs"), daemon.out)
+        let runtime = directory.appendingPathComponent("runtime").path
+        XCTAssertTrue(daemon.out.contains("MPD socket: \(runtime)/mpd.sock\n") && daemon.out.contains("socket:     \(runtime)/player.sock\n"),
+                      "both sockets: \(daemon.out)")
         XCTAssertTrue(try run(["status"], environment: environment).out.hasPrefix("playing: First Tone"), "it plays on")
 
         let paused = try run(["pause"], environment: environment)

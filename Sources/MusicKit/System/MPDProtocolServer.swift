@@ -72,6 +72,12 @@ final class MPDProtocolServer: @unchecked Sendable {
         serve(from: try SystemPlayerWire.listen(at: path), checkingUser: true)
     }
 
+    /// Serves clients on `listener`, a Unix socket already listening (systemd's socket
+    /// activation); refuses other users.
+    func listen(descriptor listener: Int32) {
+        serve(from: listener, checkingUser: true)
+    }
+
     /// Listens on 127.0.0.1:`port` too (off unless asked for: any local user can connect there,
     /// as to MPD without a password).
     func listen(loopbackPort port: UInt16) throws {

@@ -160,6 +160,11 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     /// The daemon's log (its standard error), in the runtime folder.
+    /// The daemon's socket, where clients find it (Linux addition).
+    package static func socketURL(_ environment: MusicKitEnvironment = .current) -> URL {
+        SystemPlayerWire.socketURL(environment)
+    }
+
     package static func daemonLogURL(_ environment: MusicKitEnvironment = .current) -> URL {
         environment.runtimeDirectory.appendingPathComponent("musickitd.log")
     }

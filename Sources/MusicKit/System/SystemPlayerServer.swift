@@ -35,6 +35,8 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// callers at once (a prepare racing a play).
     private let operations = DispatchQueue(label: "musickitd.operations")
     private var listener: Int32 = -1
+    /// Whether the sockets came from systemd (socket activation): they are left in place at exit.
+    private var socketsAreSystemd = false
     private var lockDescriptor: Int32 = -1
     /// Saves the position every few seconds while playing; suspended otherwise (`updatePositionTimer`).
     private let positionTimer = Mutex<(timer: DispatchSourceTimer?, running: Bool)>((nil, false))
@@ -96,12 +98,21 @@ package final class SystemPlayerServer: @unchecked Sendable {
         guard lockDescriptor >= 0 else { throw SystemPlayerWireError(description: "lock: \(String(cString: strerror(errno)))") }
         guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
         let path = SystemPlayerWire.socketURL(environment).path
-        listener = try SystemPlayerWire.listen(at: path)  // replaces a socket left by a daemon that died: the lock says none runs
+        let mpdPath = SystemPlayerServer.mpdSocketURL(environment).path
+        // Sockets systemd listens on (Assets/systemd/musickitd.socket) are taken as they are;
+        // otherwise made here, replacing one left by a daemon that died (the lock says none runs).
+        let activated = SystemPlayerWire.activatedListeners()
+        socketsAreSystemd = activated[path] != nil
+        listener = try activated[path] ?? SystemPlayerWire.listen(at: path)
         restore()
         prepareSoon()
         player.listeners.add { [weak self] event in self?.playerEvent(event) }
         let mpd = MPDProtocolServer(player: player, operations: operations) { [weak self] in self?.changed(subsystems: []) }
-        try mpd.listen(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        if let descriptor = activated[mpdPath] {
+            mpd.listen(descriptor: descriptor)
+        } else {
+            try mpd.listen(path: mpdPath)
+        }
         if let mpdPort {
             do {
                 try mpd.listen(loopbackPort: mpdPort)
@@ -444,8 +455,11 @@ package final class SystemPlayerServer: @unchecked Sendable {
     private func shutdown() {
         persistQueue.sync { writeState() }
         player.stop()
-        unlink(SystemPlayerWire.socketURL(environment).path)
-        unlink(SystemPlayerServer.mpdSocketURL(environment).path)
+        if !socketsAreSystemd {
+            // systemd's stay: the next client's connection starts the daemon again.
+            unlink(SystemPlayerWire.socketURL(environment).path)
+            unlink(SystemPlayerServer.mpdSocketURL(environment).path)
+        }
         log("musickitd \(getpid()) stopped")
         exit(0)
     }

@@ -71,6 +71,29 @@ enum SystemPlayerWire {
         return listener
     }
 
+    /// The listening sockets systemd handed over (socket activation: `LISTEN_PID` is this
+    /// process, `LISTEN_FDS` descriptors from 3 on), by the path each is bound to. Taken once:
+    /// the variables are removed, so that no child takes them too. Empty when not activated.
+    static func activatedListeners() -> [String: Int32] {
+        let environment = ProcessInfo.processInfo.environment
+        defer { for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) } }
+        guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
+              let count = environment["LISTEN_FDS"].flatMap(Int32.init), count > 0, count < 64 else { return [:] }
+        var listeners: [String: Int32] = [:]
+        for descriptor in 3..<(3 + count) {
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            var address = sockaddr_un()
+            var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            }
+            guard named == 0, address.sun_family == sa_family_t(AF_UNIX) else { continue }
+            let path = withUnsafeBytes(of: address.sun_path) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            listeners[path] = descriptor
+        }
+        return listeners
+    }
+
     /// A TCP socket listening on 127.0.0.1:`port` (only this machine can connect).
     static func listenOnLoopback(port: UInt16) throws -> Int32 {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

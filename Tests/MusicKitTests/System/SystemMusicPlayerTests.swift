@@ -39,6 +39,52 @@ final class SystemMusicPlayerTests: XCTestCase {
         try GeneratedSongs.tones((0..<count).map { 300 + 100 * Double($0) }, frames: frames, into: directory).songs
     }
 
+    /// systemd's socket activation (Assets/systemd/musickitd.socket; issue #44: after `daemon
+    /// stop`, MPD clients could not start the daemon): `systemd-socket-activate` holds both
+    /// sockets as systemd would, mpc's first connection starts musickitd on them, and a daemon
+    /// stopped leaves them in place for the next client.
+    func testSocketActivationStartsTheDaemonForTheFirstMPDClient() throws {
+        guard let activate = ["/usr/bin/systemd-socket-activate", "/bin/systemd-socket-activate"]
+            .first(where: FileManager.default.isExecutableFile(atPath:)) else {
+            throw XCTSkip("systemd-socket-activate is not installed (scripts/setup-system installs systemd)")
+        }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpc") else { throw XCTSkip("mpc is not installed") }
+        let daemon = try XCTUnwrap(SystemPlayerDaemon.executable(), "musickitd beside the tests")
+        try PrivateFiles.ensureDirectory(environment.runtimeDirectory)
+        let playerSocket = SystemPlayerWire.socketURL(environment).path
+        let mpdSocket = SystemPlayerServer.mpdSocketURL(environment).path
+        var variables = ProcessInfo.processInfo.environment
+        variables["MUSICKIT_CONFIG_DIR"] = environment.configDirectory.path
+        variables["MUSICKIT_DATA_DIR"] = environment.dataDirectory.path
+        variables["MUSICKIT_RUNTIME_DIR"] = environment.runtimeDirectory.path
+        if let assets = environment.assetsDirectory { variables["MUSICKIT_ASSETS"] = assets.path }
+        // Its launched program gets only the variables named with -E.
+        let arguments = ["-l", playerSocket, "-l", mpdSocket]
+            + variables.keys.filter { !$0.hasPrefix("LISTEN_") }.sorted().flatMap { ["-E", $0] } + [daemon]
+        // Not Foundation's Process: it reaps its children one at a time, and would wait on this
+        // one (the daemon, once exec'd in its place) before it reaped mpc.
+        let activator = try spawnProcess([activate] + arguments, environment: variables,
+                                         outputPath: directory.appendingPathComponent("activate.log").path, newSession: false).get()
+        var exited = false
+        defer { if !exited { kill(activator, SIGTERM); var code: Int32 = 0; waitpid(activator, &code, 0) } }
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while !FileManager.default.fileExists(atPath: mpdSocket) && Date() < deadline { usleep(10_000) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: SystemMusicPlayer.daemonLogURL(environment).path),
+                       "no daemon before a client comes")
+
+        let status = try runTool("/usr/bin/mpc", ["status"], environment: ["MPD_HOST": mpdSocket])
+        XCTAssertEqual(status.code, 0, status.out)
+        XCTAssertTrue(status.out.contains("repeat: off"), status.out)
+        let pid = try XCTUnwrap(SystemMusicPlayer.runningDaemonProcessID(environment), "the daemon answers on the player's socket too")
+        XCTAssertEqual(pid, activator, "systemd-socket-activate ran musickitd in its place")
+        try SystemMusicPlayer(environment: environment).stopDaemon()
+        var code: Int32 = 0
+        XCTAssertEqual(waitpid(activator, &code, 0), activator)
+        exited = true
+        XCTAssertTrue(FileManager.default.fileExists(atPath: mpdSocket) && FileManager.default.fileExists(atPath: playerSocket),
+                      "systemd's sockets stay for the next client")
+    }
+
     func testTwoAppsControlAndObserveTheSamePlayback() async throws {
         let songs = try tones(3, frames: 176_400)
         let first = client()
