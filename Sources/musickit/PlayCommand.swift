@@ -16,16 +16,17 @@ enum PlayCommand {
         flags: [.init(name: "--shuffle", help: "shuffle the songs"),
                 .init(name: "--system", help: "hand the queue to the system player (musickitd) and return; it plays on"),
                 .init(name: "--no-ui", help: "no keys and no live status line; one line per event (for scripts)")],
-        positionalName: "FILE|ID|TERM...", minimumPositionals: 1)
+        positionalName: "FILE|FOLDER|ID|TERM...", minimumPositionals: 1)
 
     static let help = """
     usage: musickit play [--device NAME] [--repeat none|one|all] [--shuffle] [--crossfade SECONDS] [--no-ui]
-                         [--system] FILE|ID|TERM...
+                         [--system] FILE|FOLDER|ID|TERM...
 
     Plays through ApplicationMusicPlayer, one entry after the other without a gap: audio
-    files (WAV, FLAC, Ogg Vorbis, Opus, MP3, M4A with AAC or ALAC, ...), catalog songs,
-    albums and playlists by ID, library items by ID (i.…, l.…, p.…), or the best match for a
-    search term (`musickit play gapless demo`). On a terminal it shows what plays full
+    files (WAV, FLAC, Ogg Vorbis, Opus, MP3, M4A with AAC or ALAC, ...), folders (their audio
+    files, in path order), catalog songs, albums and playlists by ID, library items by ID (i.…,
+    l.…, p.…), or a search term (`musickit play gapless demo`): the library's album or songs
+    that match it first, else the catalog's best match. On a terminal it shows what plays full
     screen (a status line when TERM=dumb; no colours with NO_COLOR). Albums and playlists
     load their tracks as they are reached. An entry that cannot be played is skipped with
     the reason. Catalog content needs the account's subscription; the first time, musickit
@@ -121,7 +122,7 @@ enum PlayCommand {
                 return try PlayResolution.resolve(parsed.positionals)
             } catch {
                 Console.error("musickit play: \(errorMessage(error))\n")
-                unresolved = error is PlayResolution.NotFound ? .nothingPlayable : .failure
+                unresolved = error is PlayResolution.NotFound || error is PlayResolution.EmptyFolder ? .nothingPlayable : .failure
                 return nil
             }
         }

@@ -367,6 +367,46 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(result.out.contains("▶ [1/3] Through Space, part 1 — Maxstack"), result.out)
     }
 
+    /// `play TERM` looks in the library first (issue #44: it searched only the catalog though its
+    /// message named the library), and a folder plays its audio files in path order, as mpv and
+    /// cmus play one; an empty folder says so and exits with 4.
+    func testPlayFindsTheLibraryFirstAndPlaysAFolder() throws {
+        let device = try sinkDevice()
+        let directory = try temporaryDirectory()
+        var environment = try isolatedEnvironment()
+        environment["MUSICKIT_AUTHORIZATION"] = "authorized"
+        let album = directory.appendingPathComponent("Music/Folder Album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        // Titles against file order: the album must play in file (track) order.
+        try writeTone(to: album.appendingPathComponent("01 b.flac"), hz: 440, seconds: 0.3, title: "Beta Tone",
+                      album: "Folder Album", trackNumber: 1)
+        try writeTone(to: album.appendingPathComponent("02 a.flac"), hz: 550, seconds: 0.3, title: "Alpha Tone",
+                      album: "Folder Album", trackNumber: 2)
+        try Data("notes".utf8).write(to: album.appendingPathComponent("notes.txt"))
+        let scanned = try run(["library", "scan", directory.appendingPathComponent("Music").path], environment: environment)
+        XCTAssertEqual(scanned.code, 0, scanned.err)
+
+        func order(_ result: (code: Int32, out: String, err: String)) -> [String] {
+            result.out.split(separator: "\n").compactMap { line in
+                ["Beta Tone", "Alpha Tone"].first { line.contains("] \($0)") }
+            }.reduce(into: []) { if $0.last != $1 { $0.append($1) } }
+        }
+        let byTerm = try run(["play", "--no-ui", "--device", device, "folder", "album"], environment: environment)
+        XCTAssertEqual(byTerm.code, 0, byTerm.err)
+        XCTAssertEqual(order(byTerm), ["Beta Tone", "Alpha Tone"], byTerm.out)
+        XCTAssertTrue(byTerm.out.contains("[1/2]"), byTerm.out)
+
+        let byFolder = try run(["play", "--no-ui", "--device", device, album.path], environment: environment)
+        XCTAssertEqual(byFolder.code, 0, byFolder.err)
+        XCTAssertEqual(order(byFolder), ["Beta Tone", "Alpha Tone"], byFolder.out)
+
+        let empty = directory.appendingPathComponent("Empty")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let nothing = try run(["play", "--no-ui", "--device", device, empty.path], environment: environment)
+        XCTAssertEqual(nothing.code, 4)
+        XCTAssertTrue(nothing.err.contains("no audio files in the folder \(empty.path)"), nothing.err)
+    }
+
     func testCatalogContentNeedsAccessAndASubscription() throws {
         let environment = try isolatedEnvironment()
         let unauthorized = try run(["play", "--no-ui", "--device", "null", "1762000001"], environment: environment)

@@ -63,3 +63,9 @@ extension Song {
         return String(name[..<dot])
     }
 }
+
+extension Song {
+    /// The file a local or library song plays, nil for catalog songs (for the command line's
+    /// path order).
+    package var filePath: String? { resource.string("filePath") }
+}
