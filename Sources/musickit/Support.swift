@@ -104,3 +104,8 @@ func prepareCatalog(quiet: Bool = false) throws {
 }
 
 func duration(_ seconds: TimeInterval?) -> String { seconds.map(formatTime) ?? "" }
+
+/// What `musickit --version` prints.
+enum VersionLine {
+    static var text: String { "musickit (OpenMusicKit) \(MusicKitEnvironment.version)" }
+}

@@ -45,7 +45,7 @@ commands:
 \(commands.map { "  " + padded($0.name, to: 10) + $0.summary }.joined(separator: "\n"))
   help      show help for a command (musickit help play)
 
-Run `musickit COMMAND --help` for a command's options.
+Run `musickit COMMAND --help` for a command's options; `musickit --version` prints the version.
 
 exit codes:
 \(ExitCode.helpText)
@@ -60,6 +60,9 @@ func runCommandLine(_ arguments: [String]) -> ExitCode {
     switch first {
     case "-h", "--help":
         Console.out(generalHelp + "\n")
+        return .success
+    case "--version":
+        Console.out(VersionLine.text + "\n")
         return .success
     case "help":
         guard let name = arguments.dropFirst().first else {

@@ -2,6 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
+import MusicKit
 import XCTest
 
 /// The `musickit` binary end to end: arguments, exit codes, output, signals.
@@ -69,6 +70,12 @@ final class CommandLineTests: XCTestCase {
         let result = try run([])
         XCTAssertEqual(result.code, 2)
         XCTAssertTrue(result.err.contains("usage: musickit COMMAND"), result.err)
+    }
+
+    func testVersionIsPrinted() throws {
+        let result = try run(["--version"])
+        XCTAssertEqual(result.code, 0)
+        XCTAssertEqual(result.out, "musickit (OpenMusicKit) \(MusicKitEnvironment.version)\n")
     }
 
     func testHelpListsCommandsAndExitCodes() throws {

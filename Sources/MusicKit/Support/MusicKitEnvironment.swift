@@ -58,6 +58,9 @@ public struct MusicKitEnvironment: Sendable, Equatable {
             applicationIdentifier: environment["MUSICKIT_APP_ID"] ?? defaultApplicationIdentifier)
     }
 
+    /// OpenMusicKit's version (the release tag an app depends on; `musickit --version`).
+    public static let version = "0.1.0"
+
     /// The executable's name, as an app's identity when none is set.
     public static var defaultApplicationIdentifier: String {
         // The last component of argv[0], as URL(fileURLWithPath:).lastPathComponent gives it,
