@@ -63,6 +63,10 @@ enum AccountCommand {
                 guard storefront.count == 2, storefront.allSatisfy(\.isLetter) else {
                     throw UsageError(message: "--storefront takes a two-letter code such as us or gb")
                 }
+                // Apple Music's storefronts are countries: an ISO 3166 code, or every search finds nothing.
+                guard Locale.Region.isoRegions.contains(where: { $0.identifier.lowercased() == storefront.lowercased() }) else {
+                    throw UsageError(message: "--storefront: '\(storefront)' is not a country code (ISO 3166-1, such as us, gb, de, jp)")
+                }
                 changes.append { $0.storefront = storefront.lowercased() }
             }
             if let subscription = parsed.option("--subscription") {

@@ -72,6 +72,18 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(result.err.contains("usage: musickit COMMAND"), result.err)
     }
 
+    /// A storefront that is no country is refused (issue #44: `zz` was taken, and every search
+    /// then found nothing); the account is left as it was.
+    func testAStorefrontThatIsNoCountryIsAUsageError() throws {
+        let environment = try isolatedEnvironment()
+        let refused = try run(["account", "--storefront", "zz"], environment: environment)
+        XCTAssertEqual(refused.code, 2)
+        XCTAssertTrue(refused.err.contains("'zz' is not a country code"), refused.err)
+        XCTAssertFalse(try run(["account"], environment: environment).out.contains("zz"), "unchanged")
+        XCTAssertEqual(try run(["account", "--storefront", "de"], environment: environment).code, 0)
+        XCTAssertTrue(try run(["account"], environment: environment).out.contains("storefront:         de"))
+    }
+
     func testVersionIsPrinted() throws {
         let result = try run(["--version"])
         XCTAssertEqual(result.code, 0)
