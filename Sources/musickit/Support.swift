@@ -49,6 +49,10 @@ func errorMessage(_ error: any Error) -> String {
         return "network: \(error.localizedDescription)\(url)"
     }
     if let error = error as? MusicDataRequest.Error, let text = error.errorDescription { return text }
+    if let error = error as? MusicPlayer.PlaybackError, case .subscriptionRequired(let title) = error {
+        return "“\(title)” is Apple Music catalog content and needs a subscription; `musickit subscribe` shows "
+            + "the offer (library songs and files play without one)"
+    }
     return "\(error)"
 }
 

@@ -436,7 +436,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try run(["account", "--subscription", "none"], environment: environment).code, 0)
         let unsubscribed = try run(["play", "--no-ui", "--device", "null", "1762000001"], environment: environment)
         XCTAssertEqual(unsubscribed.code, 4)
-        XCTAssertTrue(unsubscribed.err.contains("needs a subscription"), unsubscribed.err)
+        XCTAssertTrue(unsubscribed.err.contains("needs a subscription; `musickit subscribe` shows the offer"), unsubscribed.err)
     }
 
     func testTitlesFromTagsCannotDriveTheTerminal() throws {
