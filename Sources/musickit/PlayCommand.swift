@@ -138,7 +138,9 @@ enum PlayCommand {
             return SystemCommand.withPlayer("play") { player in
                 try waitFor {
                     let queue = MusicPlayer.Queue(for: [Song]())
-                    for item in found { try await queue.insert(item.item, position: .tail) }
+                    // Shuffled, the queue starts at a random item, not always the first given.
+                    let start = shuffles ? Int.random(in: 0..<found.count) : 0
+                    for item in found[start...] + found[..<start] { try await queue.insert(item.item, position: .tail) }
                     player.state.repeatMode = repeatMode
                     player.state.shuffleMode = shuffles ? .songs : .off
                     player.queue = queue
@@ -269,6 +271,8 @@ final class PlayerSession: @unchecked Sendable {
         let started = Result { try waitFor { [player] in
             let queue = ApplicationMusicPlayer.Queue(for: [Song]())
             for item in items.map({ boxed.init(item: $0) }) { try await queue.insert(item.item, position: .tail) }
+            // Shuffled, the first song is a random one too, not always the first given.
+            if player.state.shuffleMode == .songs { queue.currentEntry = queue.entries.randomElement() }
             player.queue = queue
             try await player.play()
         } }

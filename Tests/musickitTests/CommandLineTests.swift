@@ -84,6 +84,26 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(try run(["account"], environment: environment).out.contains("storefront:         de"))
     }
 
+    /// `--shuffle` starts at a random song (issue #44: always the first file given): over ten
+    /// runs of five files, more than one song comes first (all ten the same: 1 in 10^7).
+    func testShuffleStartsAtARandomSong() throws {
+        let directory = try temporaryDirectory()
+        let files = try (1...5).map { index -> String in
+            let url = directory.appendingPathComponent("\(index).flac")
+            try tone(url, hz: 200 + 100 * Double(index), seconds: 0.05, title: "Shuffled \(index)")
+            return url.path
+        }
+        var firsts = Set<String>()
+        for _ in 0..<10 {
+            let result = try run(["play", "--no-ui", "--device", "null", "--shuffle"] + files)
+            XCTAssertEqual(result.code, 0, result.err)
+            let first = result.out.split(separator: "\n").first { $0.contains("Shuffled ") }
+            firsts.insert(first.map { String($0.split(separator: "Shuffled ").last!.prefix(1)) } ?? "none")
+        }
+        XCTAssertGreaterThan(firsts.count, 1, "the first song: \(firsts)")
+        XCTAssertFalse(firsts.contains("none"))
+    }
+
     func testVersionIsPrinted() throws {
         let result = try run(["--version"])
         XCTAssertEqual(result.code, 0)
