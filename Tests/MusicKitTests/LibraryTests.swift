@@ -55,6 +55,35 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(third.unchanged, 2)
     }
 
+    /// A file cut short is skipped with the reason (issue #44: a truncated FLAC was taken as a
+    /// good song of its declared length), and a rescan counts removed songs, not the skipped
+    /// files that went with them (it said "3 removed" for 2 songs and 1 skipped file).
+    func testATruncatedFileIsSkippedAndRemovedCountsSongs() throws {
+        let samples = (0..<88_200).flatMap { frame -> [Float] in
+            let value = Float(0.4 * sin(2 * Double.pi * 440 * Double(frame) / 44_100))
+            return [value, value]
+        }
+        let whole = music.appendingPathComponent("whole.flac")
+        let writer = try AudioFileWriter(path: whole.path, format: .flac16, sampleRate: 44_100, channelCount: 2,
+                                         tags: .init(title: "Whole", artist: "Cutter"))
+        try writer.write(samples)
+        try writer.close()
+        let cut = music.appendingPathComponent("cut.flac")
+        let bytes = try Data(contentsOf: whole)
+        try bytes.prefix(bytes.count * 6 / 10).write(to: cut)
+        try addSomeSongs()
+        let first = try MusicLibraryScanner.scan()
+        XCTAssertEqual(first.skipped.map(\.path), [cut.path], "the whole one and the three others are songs")
+        XCTAssertEqual(first.added, 4)
+
+        try FileManager.default.removeItem(at: cut)
+        try FileManager.default.removeItem(at: music.appendingPathComponent("a1.flac"))
+        try FileManager.default.removeItem(at: music.appendingPathComponent("b1.flac"))
+        let second = try MusicLibraryScanner.scan()
+        XCTAssertEqual(second.removed, 2, "two songs; the skipped file is forgotten without counting")
+        XCTAssertEqual(second.skipped.count, 0)
+    }
+
     func testAScannedSongWithoutATitleTagIsNamedAfterItsFile() async throws {
         let writer = try AudioFileWriter(path: music.appendingPathComponent("07 - Untagged.Take 2.flac").path, format: .flac16,
                                          sampleRate: 44_100, channelCount: 2, tags: .init(artist: "Nobody"))

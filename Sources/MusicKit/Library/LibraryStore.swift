@@ -19,8 +19,10 @@ public struct LibraryScanResult: Sendable, Equatable {
     public var added: Int
     public var updated: Int
     public var unchanged: Int
+    /// Songs whose files are gone (files that were skipped are forgotten without counting).
     public var removed: Int
-    /// Files that could not be read as audio, with the reason (`DecoderError`'s message).
+    /// Files that could not be read as audio, with the reason (`DecoderError`'s message); a file
+    /// cut short (its last half second does not decode) is one.
     public var skipped: [(path: String, reason: String)]
 
     public static func == (a: Self, b: Self) -> Bool {
@@ -140,9 +142,10 @@ final class LibraryStore: @unchecked Sendable {
                               Int(status.st_mtim.tv_sec) * 1_000_000_000 + Int(status.st_mtim.tv_nsec)))
             }
         }
-        var known: [String: (size: Int, mtime: Int)] = [:]
-        for row in try database.statement("SELECT path, size, mtime FROM files").rows([], { ($0.string(0) ?? "", $0.int(1), $0.int(2)) }) {
-            known[row.0] = (row.1, row.2)
+        var known: [String: (size: Int, mtime: Int, readable: Bool)] = [:]
+        for row in try database.statement("SELECT path, size, mtime, readable FROM files")
+            .rows([], { ($0.string(0) ?? "", $0.int(1), $0.int(2), $0.int(3) != 0) }) {
+            known[row.0] = (row.1, row.2, row.3)
         }
         var result = LibraryScanResult(filesSeen: found.count, added: 0, updated: 0, unchanged: 0, removed: 0, skipped: [])
         var report = LibraryScanProgress(filesSeen: 0, fileCount: found.count, filesRead: 0)
@@ -168,6 +171,7 @@ final class LibraryStore: @unchecked Sendable {
                     do {
                         let decoder = try AudioFileDecoder(path: file.path)
                         let info = decoder.info
+                        try Self.decodeTheEnd(of: decoder)
                         let stem = Song.nameWithoutExtension(ofFileAt: file.path)
                         let cover = artwork.artwork(embedded: decoder.coverArt, besides: file.path)?.serialized
                         try upsert.run([file.path, id, file.size, file.mtime, true, nil, info.title ?? stem,
@@ -184,15 +188,28 @@ final class LibraryStore: @unchecked Sendable {
             }
             let present = Set(found.map(\.path))
             let remove = try database.statement("DELETE FROM files WHERE path = ?1")
-            for path in known.keys where !present.contains(path) {
+            for (path, file) in known where !present.contains(path) {
                 try remove.run([path])
-                result.removed += 1
+                if file.readable { result.removed += 1 }  // songs; a file that was skipped was none
             }
         }
         progress?(report)
         result.skipped = try database.statement("SELECT path, reason FROM files WHERE readable = 0 ORDER BY path")
             .rows { ($0.string(0) ?? "", $0.string(1) ?? "") }
         return result
+    }
+
+    /// Decodes a file's last half second: a file cut short (a broken copy or download) still
+    /// opens, with the length its header declares, and fails only where its data stops.
+    /// (Reading it all would find a break in the middle too, at ~100× the cost.)
+    private static func decodeTheEnd(of decoder: AudioFileDecoder) throws(DecoderError) {
+        let info = decoder.info
+        guard info.frameCount > 0, info.channelCount > 0 else { return }
+        try decoder.seek(toFrame: max(0, info.frameCount - info.sampleRate / 2))
+        let chunk = 4_096
+        let buffer = UnsafeMutablePointer<Float>.allocate(capacity: chunk * info.channelCount)
+        defer { buffer.deallocate() }
+        while try decoder.read(into: buffer, frameCount: chunk) > 0 {}
     }
 
     // MARK: Reading
