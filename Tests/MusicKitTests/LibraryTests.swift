@@ -141,8 +141,9 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(albums.first { $0.title == "Weather" }?.tracks?.map(\.title), ["Arctic", "Zephyr"])
         var artists = MusicLibraryRequest<Artist>()
         artists.sort(by: \.name, ascending: true)
-        let found6 = try await artists.response().items.map(\.name)
-        XCTAssertEqual(found6, ["Éclair", "The Breeze"])
+        let found6 = try await artists.response().items
+        XCTAssertEqual(found6.map(\.name), ["Éclair", "The Breeze"])
+        XCTAssertEqual(found6.map { $0.genreNames ?? [] }, [["Jazz"], ["Rock"]], "an artist's genres are its songs'")
         var inGenre = MusicLibraryRequest<Song>()
         let jazz = try await MusicLibraryRequest<Genre>().response().items.first { $0.name == "Jazz" }
         inGenre.filter(matching: \.genres, contains: try XCTUnwrap(jazz))

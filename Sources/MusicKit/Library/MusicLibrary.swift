@@ -178,16 +178,23 @@ final class MusicLibraryService: Sendable {
         var order: [String] = []
         var albums: [String: Set<String>] = [:]
         var added: [String: String] = [:]
+        // An artist's genres: those of its songs, most songs first (as Apple's artists list theirs).
+        var genres: [String: [String: Int]] = [:]
         for song in try items("songs") {
             guard let artist = song.string("artistName") else { continue }
             if albums[artist] == nil { order.append(artist); albums[artist] = [] }
             if let album = song.string("albumName") { albums[artist]!.insert(album) }
             if let date = song.string("dateAdded") { added[artist] = min(added[artist] ?? date, date) }
+            for genre in song.strings("genreNames") ?? [] where !genre.isEmpty { genres[artist, default: [:]][genre, default: 0] += 1 }
         }
         return order.map { name in
             let id = LibraryStore.id(prefix: "r.", name)
             var attributes: [String: JSONValue] = ["name": .string(name), "albumCount": .number(Double(albums[name]?.count ?? 0))]
             attributes["dateAdded"] = added[name].map(JSONValue.string)
+            if let counts = genres[name] {
+                let ordered = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map(\.key)
+                attributes["genreNames"] = .array(ordered.map(JSONValue.string))
+            }
             return ResourceObject(id: id, type: "library-artists", href: "/v1/me/library/artists/\(id)", attributes: attributes)
         }
     }
