@@ -58,9 +58,13 @@ final class SystemMusicPlayerTests: XCTestCase {
         variables["MUSICKIT_DATA_DIR"] = environment.dataDirectory.path
         variables["MUSICKIT_RUNTIME_DIR"] = environment.runtimeDirectory.path
         if let assets = environment.assetsDirectory { variables["MUSICKIT_ASSETS"] = assets.path }
-        // Its launched program gets only the variables named with -E.
-        let arguments = ["-l", playerSocket, "-l", mpdSocket]
-            + variables.keys.filter { !$0.hasPrefix("LISTEN_") }.sorted().flatMap { ["-E", $0] } + [daemon]
+        // Its launched program gets only the variables named with -E; it refuses names that are
+        // not identifiers (bash's exported functions, BASH_FUNC_name%%, under scripts/test).
+        let names = variables.keys.filter { name in
+            !name.hasPrefix("LISTEN_") && name.first.map { $0 == "_" || $0.isLetter } == true
+                && name.allSatisfy { $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) }
+        }
+        let arguments = ["-l", playerSocket, "-l", mpdSocket] + names.sorted().flatMap { ["-E", $0] } + [daemon]
         // Not Foundation's Process: it reaps its children one at a time, and would wait on this
         // one (the daemon, once exec'd in its place) before it reaped mpc.
         let activator = try spawnProcess([activate] + arguments, environment: variables,
