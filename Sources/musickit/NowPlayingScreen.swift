@@ -149,9 +149,18 @@ final class NowPlayingScreen: @unchecked Sendable {
         while lines.count < rows - footerRows { lines.append("") }
         lines = Array(lines.prefix(max(0, rows - footerRows)))
         for message in model.messages.suffix(max(0, rows - lines.count - 1)) { lines.append(" " + dim(fit(message, columns - 2))) }
-        lines.append(" " + dim(fit("space pause/play  n next  p previous  ←/→ seek 10 s  f/b scan  r repeat  s shuffle  q quit", columns - 2)))
+        lines.append(" " + dim(fit(Self.keys.first { $0.count <= columns - 2 } ?? Self.keys.last!, columns - 2)))
         return lines
     }
+
+    /// The keys' line, longest first: the first that fits is shown, so that `q quit` stays on an
+    /// 80-column terminal.
+    static let keys = [
+        "space pause/play  n next  p previous  ←/→ seek 10 s  f/b scan  r repeat  s shuffle  q quit",
+        "space pause  n next  p prev  ←/→ seek  f/b scan  r repeat  s shuffle  q quit",
+        "spc pause n/p next/prev ←/→ seek q quit",
+        "q quit",
+    ]
 
     private func fit(_ text: String, _ width: Int) -> String { fitted(text, width: width) }
 }

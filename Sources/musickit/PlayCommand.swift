@@ -566,7 +566,9 @@ final class PlayerSession: @unchecked Sendable {
         case nil:
             artist = entry?.subtitle
         }
-        let modes = modeNames(sayingOff: true)
+        var modes = modeNames(sayingOff: true)
+        // The device it plays on, as the status line's `playing on '…'` says it.
+        if let device = player.engineStatistics.deviceName { modes.append("on '\(device)'") }
         var upcoming: [String] = []
         if let entry, let index = entries.firstIndex(where: { $0.id == entry.id }) {
             for (offset, next) in entries[(index + 1)...].prefix(50).enumerated() {

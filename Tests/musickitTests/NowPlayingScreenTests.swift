@@ -71,6 +71,14 @@ final class NowPlayingScreenTests: TerminalTestCase {
         try tmux(["send-keys", "-t", "0", "r"])
         try waitForScreen("repeat all") { $0.contains("repeat all") }
 
+        // At 80×24 the keys' line still ends with `q quit`, and the device is named.
+        try tmux(["resize-window", "-t", "0", "-x", "80", "-y", "24"])
+        shown = try waitForScreen("80×24") { screen in
+            screen.contains("Second Tone") && screen.split(separator: "\n").allSatisfy { $0.count <= 80 }
+        }
+        XCTAssertTrue(shown.contains("q quit"), shown)
+        XCTAssertTrue(shown.contains("repeat all · shuffle off · on '"), "the device: \(shown)")
+
         try tmux(["resize-window", "-t", "0", "-x", "50", "-y", "12"])
         shown = try waitForScreen("the smaller size") { screen in
             screen.contains("Second Tone") && screen.split(separator: "\n").allSatisfy { $0.count <= 50 }
