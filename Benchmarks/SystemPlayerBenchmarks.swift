@@ -63,40 +63,20 @@ struct SystemPlayerBenchmarks {
 
         // A new queue while another plays (silence, so that nothing is heard before the call):
         // the queue replaced and played at once, as `musickit play --system FILE` does.
-        var replaced: [StartCheck] = []
-        for _ in 0..<runs {
-            player.queue = MusicPlayer.Queue(for: [silence])
-            do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
-            Thread.sleep(forTimeInterval: 0.5)
-            let since = monotonicNanoseconds()
-            replaced.append(check(since: since) {
+        let replaced = whilePlaying([silence], for: 0.5, player: player, "new queue") { since in
+            check(since: since) {
                 player.queue = MusicPlayer.Queue(for: [sweep])
                 try await player.play()
-            })
-            player.stop()
-            try? player.synchronize()
-            settle()
+            }
         }
         report.add(Row("system player new queue while playing: queue = [song]; play() -> sound", starts: replaced,
                        landingFloor: landingFloor, note: "SystemMusicPlayer -> musickitd, replacing a playing queue"))
 
         // Skips: the API, the command, mpc.
         func skips(_ name: String, note: String, _ skip: () throws -> UInt64) {
-            var checks: [StartCheck] = []
-            for _ in 0..<runs {
-                player.queue = MusicPlayer.Queue(for: [silence, sweep])
-                do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
-                let since = monotonicNanoseconds()
-                Thread.sleep(forTimeInterval: 0.8)  // playing silence; the next entry is prerolled
-                do {
-                    let call = try skip()
-                    checks.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples, timeout: 3))
-                } catch {
-                    progress("\(name): \(error)")
-                }
-                player.stop()
-                try? player.synchronize()
-                settle()
+            // Playing silence for 0.8 s: the next entry is prerolled.
+            let checks = whilePlaying([silence, sweep], for: 0.8, player: player, name) { since in
+                recorder.checkStart(since: since, call: try skip(), track: fixtures.sweepSamples, timeout: 3)
             }
             report.add(Row(name, starts: checks, landingFloor: landingFloor, note: note))
         }
@@ -136,27 +116,33 @@ struct SystemPlayerBenchmarks {
             report.add(Row("musickitd TTFA via `mpc play` -> sound", starts: plays, landingFloor: landingFloor,
                            note: "includes mpc start-up; queue set, stopped"))
             // What a person types to hear something else: three mpc processes, timed from the first.
-            var newQueues: [StartCheck] = []
-            for _ in 0..<runs {
-                player.queue = MusicPlayer.Queue(for: [silence])
-                do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
-                Thread.sleep(forTimeInterval: 0.5)
-                let since = monotonicNanoseconds()
-                do {
-                    let call = try Self.runProcess(mpc, ["-q", "clear"], environment: commandEnvironment)
-                    _ = try Self.runProcess(mpc, ["-q", "add", fixtures.sweep.path], environment: commandEnvironment)
-                    _ = try Self.startProcess(mpc, ["-q", "play"], environment: commandEnvironment)
-                    newQueues.append(recorder.checkStart(since: since, call: call, track: fixtures.sweepSamples, timeout: 4))
-                } catch {
-                    progress("mpc clear; add; play: \(error)")
-                }
-                player.stop()
-                try? player.synchronize()
-                settle()
+            let newQueues = whilePlaying([silence], for: 0.5, player: player, "mpc clear; add; play") { _ in
+                let call = try Self.runProcess(mpc, ["-q", "clear"], environment: commandEnvironment)
+                _ = try Self.runProcess(mpc, ["-q", "add", fixtures.sweep.path], environment: commandEnvironment)
+                _ = try Self.startProcess(mpc, ["-q", "play"], environment: commandEnvironment)
+                return recorder.checkStart(since: call, call: call, track: fixtures.sweepSamples, timeout: 4)
             }
             report.add(Row("musickitd new queue while playing: `mpc clear; mpc add F; mpc play` -> sound", starts: newQueues,
                            landingFloor: landingFloor, note: "three mpc processes, timed from the first's start"))
         }
+    }
+
+    /// `runs` times: `queue` played for `seconds` (silence first, so that nothing is heard before
+    /// the call), then `measure(since)` with `since` the time before the wait; stopped after each.
+    private func whilePlaying(_ queue: [Song], for seconds: Double, player: SystemMusicPlayer, _ name: String,
+                              _ measure: (UInt64) throws -> StartCheck) -> [StartCheck] {
+        var checks: [StartCheck] = []
+        for _ in 0..<runs {
+            player.queue = MusicPlayer.Queue(for: queue)
+            do { try waitFor { try await player.play() } } catch { progress("play failed: \(error)"); continue }
+            let since = monotonicNanoseconds()
+            Thread.sleep(forTimeInterval: seconds)
+            do { checks.append(try measure(since)) } catch { progress("\(name): \(error)") }
+            player.stop()
+            try? player.synchronize()
+            settle()
+        }
+        return checks
     }
 
     /// `action` called on a new task, timed just before the call (as PlayerBenchmarks does).
@@ -167,11 +153,14 @@ struct SystemPlayerBenchmarks {
     }
 
     /// Runs a process to its end; returns the time it was started.
+    /// posix_spawn and waitpid: Foundation's `waitUntilExit` polls its run loop and returned
+    /// ~50 ms after the process had ended (the `mpc clear; add; play` row measured 108 ms so).
     private static func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> UInt64 {
-        let process = Process.quiet(executable, arguments, environment: environment)
         let start = monotonicNanoseconds()
-        try process.run()
-        process.waitUntilExit()
+        let process = try spawnProcess([executable.path] + arguments, environment: environment, outputPath: "/dev/null",
+                                       newSession: false).get()
+        var status: Int32 = 0
+        while waitpid(process, &status, 0) < 0 && errno == EINTR {}
         return start
     }
 
