@@ -238,7 +238,7 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     /// Commands that only read the library and the catalog: run on the client's thread, since
     /// a search may wait for the network.
-    private static let lookups: Set<String> = ["find", "search", "list", "lsinfo", "tagtypes", "commands", "ping"]
+    private static let lookups: Set<String> = ["find", "search", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping"]
 
     private func run(_ line: String, connection: Connection) -> Outcome {
         let words: [String]
@@ -486,9 +486,13 @@ final class MPDProtocolServer: @unchecked Sendable {
             // The device opened (after a fallback), else the one configured; libpulse's or ALSA's.
             let device = player.engineStatistics.deviceName ?? player.engineConfiguration.deviceName
             return "outputid: 0\noutputname: \(device)\nplugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\noutputenabled: 1\n"
+        case "decoders":
+            // One plugin, the engine's decoder (libsndfile and FFmpeg behind it), with the file
+            // suffixes it opens: ncmpcpp asks at every connection and reconnects on an ACK.
+            return "plugin: musickit\n" + AudioFileDecoder.fileExtensions.sorted().map { "suffix: \($0)\n" }.joined()
         case "commands":
             return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
-                    "consume", "currentsong", "delete", "deleteid", "find", "findadd", "idle", "list", "lsinfo", "move", "next",
+                    "consume", "currentsong", "decoders", "delete", "deleteid", "find", "findadd", "idle", "list", "lsinfo", "move", "next",
                     "noidle", "outputs", "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous",
                     "random", "repeat", "search", "searchadd", "seek", "seekcur", "seekid", "single", "status", "stop", "tagtypes"].map { "command: \($0)\n" }.joined()
         default:
@@ -641,6 +645,9 @@ final class MPDProtocolServer: @unchecked Sendable {
     private static func matches(_ song: ResourceObject, _ pairs: [(tag: String, value: String)], exact: Bool) -> Bool {
         pairs.allSatisfy { tag, value in
             let wanted = fold(value)
+            // `find TAG ""` is a song without that tag, as in MPD (ncmpcpp asks `Date ""` for an
+            // album without a date).
+            if exact && wanted.isEmpty { return filterKeys[tag]!.allSatisfy { values(of: $0, in: song).isEmpty } }
             return filterKeys[tag]!.contains { key in
                 values(of: key, in: song).contains { exact ? fold($0) == wanted : fold($0).contains(wanted) }
             }
@@ -744,35 +751,56 @@ final class MPDProtocolServer: @unchecked Sendable {
         return out
     }
 
-    /// The library's folders as MPD's directory tree (`lsinfo [URI]`): the root names each
-    /// scanned folder (an absolute path); a folder lists its subfolders (`directory:`) and its
-    /// songs. Paths are absolute, as this daemon's `file:` values are.
+    /// The library's folders as MPD's directory tree (`lsinfo [URI]`). Directory URIs are
+    /// relative, as MPD's clients require (libmpdclient refuses a directory starting with `/`):
+    /// with one library folder its contents are the root, as MPD's music directory is; with
+    /// several, the root names each by its last path component. Songs keep their absolute
+    /// `file:` paths, which `add` takes.
     private func lsinfo(_ uri: String, command: String) throws -> String {
-        let roots = MusicLibraryScanner.folders.map { $0.standardizedFileURL.path }
-        if uri.isEmpty || uri == "/" {
-            return roots.map { "directory: \(Self.oneLine($0))\n" }.joined()
+        let folders = MusicLibraryScanner.folders.map { $0.standardizedFileURL.path }
+        var roots: [(name: String, path: String)] = []
+        for folder in folders {
+            let base = (folder as NSString).lastPathComponent
+            var name = base
+            var number = 2
+            while roots.contains(where: { $0.name == name }) { name = "\(base) \(number)"; number += 1 }
+            roots.append((name, folder))
         }
-        let folder = uri.hasSuffix("/") && uri.count > 1 ? String(uri.dropLast()) : uri
-        guard roots.contains(where: { folder == $0 || folder.hasPrefix($0 + "/") }) else {
-            throw Failure(code: Failure.noExist, command: command, message: "No such directory")
+        let relative = uri.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        if relative.isEmpty && roots.count != 1 {
+            return roots.map { "directory: \(Self.oneLine($0.name))\n" }.joined()
+        }
+        let noSuchDirectory = Failure(code: Failure.noExist, command: command, message: "No such directory")
+        // The folder on disk, and the URI prefix of what is in it.
+        let folder: String
+        let prefix: String
+        if roots.count == 1 {
+            folder = relative.isEmpty ? roots[0].path : roots[0].path + "/" + relative
+            prefix = relative.isEmpty ? "" : relative + "/"
+        } else {
+            let name = relative.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
+            guard let root = roots.first(where: { $0.name == name }) else { throw noSuchDirectory }
+            folder = root.path + relative.dropFirst(name.count)
+            prefix = relative + "/"
+        }
+        guard !uri.hasPrefix("/"), !relative.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
+            throw noSuchDirectory
         }
         let songs = try waitFor { () -> [SendableSong] in
             ((try? await MusicLibraryRequest<Song>().response().items.map { $0 }) ?? []).map(SendableSong.init)
-        }.map(\.song).filter { $0.resource.string("filePath")?.hasPrefix(folder + "/") == true }
+        }.map(\.song).filter { $0.filePath?.hasPrefix(folder + "/") == true }
         var directories = Set<String>()
         var files: [Song] = []
         for song in songs {
-            guard let path = song.resource.string("filePath") else { continue }
-            let relative = path.dropFirst(folder.count + 1)
-            if let slash = relative.firstIndex(of: "/") {
-                directories.insert(folder + "/" + relative[..<slash])
+            guard let path = song.filePath else { continue }
+            let inside = path.dropFirst(folder.count + 1)
+            if let slash = inside.firstIndex(of: "/") {
+                directories.insert(prefix + inside[..<slash])
             } else {
                 files.append(song)
             }
         }
-        if directories.isEmpty && files.isEmpty && !roots.contains(folder) {
-            throw Failure(code: Failure.noExist, command: command, message: "No such directory")
-        }
+        if directories.isEmpty && files.isEmpty && !relative.isEmpty { throw noSuchDirectory }
         return directories.sorted { $0.localizedStandardCompare($1) == .orderedAscending }.map { "directory: \(Self.oneLine($0))\n" }.joined()
             + Self.databaseOrder(files).map { Self.describe($0.resource) }.joined()
     }
