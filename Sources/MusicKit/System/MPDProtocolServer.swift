@@ -13,7 +13,8 @@ import Synchronization
 /// `playlistid [ID]`, `plchanges VERSION`, `repeat`, `random`, `single` (see `setModes`), `consume` (0 only),
 /// `find`/`search`/`findadd`/`searchadd TYPE WHAT…` (title, artist, albumartist, album, genre,
 /// date, track, disc, file, any; in MPD's database order) over the library and the catalog,
-/// `list TAG [TYPE WHAT…] [group TAG]`, `lsinfo [FOLDER]` (the library's folders),
+/// `list TAG [TYPE WHAT…] [group TAG]`, `lsinfo [FOLDER]` (the library's folders), `stats`,
+/// `listplaylists`/`load NAME` (the library's playlists), `decoders`,
 /// `idle [SUBSYSTEMS]`/`noidle` (as MPD: changes since the
 /// client's last `idle` are kept for it; `noidle` outside `idle` is ignored), `command_list_begin`,
 /// `command_list_ok_begin`, `command_list_end`, `ping`, `close`, `tagtypes`, `outputs`,
@@ -60,6 +61,8 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     /// The daemon's queue for changes to the player (commands run there, one at a time).
     private let operations: DispatchQueue
+    /// When the server started, for `stats`'s uptime.
+    private let started = Date()
 
     init(player: ApplicationMusicPlayer, operations: DispatchQueue, changed: @escaping @Sendable () -> Void) {
         self.player = player
@@ -238,7 +241,8 @@ final class MPDProtocolServer: @unchecked Sendable {
 
     /// Commands that only read the library and the catalog: run on the client's thread, since
     /// a search may wait for the network.
-    private static let lookups: Set<String> = ["find", "search", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping"]
+    private static let lookups: Set<String> = ["find", "search", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping",
+                                               "stats", "listplaylists"]
 
     private func run(_ line: String, connection: Connection) -> Outcome {
         let words: [String]
@@ -262,6 +266,13 @@ final class MPDProtocolServer: @unchecked Sendable {
                 } catch {
                     throw Failure(error, command: command)
                 }
+            }
+            if command == "load" {
+                guard let name = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing playlist name") }
+                guard let playlist = try libraryPlaylists().first(where: { $0.name == name }) else {
+                    throw Failure(code: Failure.noExist, command: command, message: "No such playlist")
+                }
+                adding = [PlayResolutionItem(item: playlist)]
             }
             if command == "findadd" || command == "searchadd" {
                 // Found on this thread (a search may wait for the network); added in the queue.
@@ -472,7 +483,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             guard try !flag(0) else { throw Failure(code: Failure.argument, command: command, message: "consume mode is not supported") }
         case "find", "search":
             return try songs(matching: args, exact: command == "find", command: command).map { Self.describe($0.resource) }.joined()
-        case "findadd", "searchadd":
+        case "findadd", "searchadd", "load":
             try waitFor { [player] in
                 for found in adding { try await player.queue.insert(found.item, position: .tail) }
             }
@@ -486,13 +497,33 @@ final class MPDProtocolServer: @unchecked Sendable {
             // The device opened (after a fallback), else the one configured; libpulse's or ALSA's.
             let device = player.engineStatistics.deviceName ?? player.engineConfiguration.deviceName
             return "outputid: 0\noutputname: \(device)\nplugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\noutputenabled: 1\n"
+        case "stats":
+            // What the library and the catalog hold (MPD's database), and the server's uptime.
+            let songs = try allSongs()
+            var artists = Set<String>()
+            var albums = Set<String>()
+            var seconds = 0.0
+            for song in songs {
+                if let artist = song.string("artistName") { artists.insert(artist) }
+                if let album = song.string("albumName") { albums.insert(album) }
+                seconds += song.duration() ?? 0
+            }
+            return "artists: \(artists.count)\nalbums: \(albums.count)\nsongs: \(songs.count)\n"
+                + "uptime: \(Int(Date().timeIntervalSince(started)))\ndb_playtime: \(seconds.clampedInt())\n"
+        case "listplaylists":
+            // The library's playlists (MPD's stored playlists); `load NAME` queues one.
+            let formatter = ISO8601DateFormatter()
+            return try libraryPlaylists().map { playlist in
+                "playlist: \(Self.oneLine(playlist.name))\n"
+                    + (playlist.lastModifiedDate.map { "Last-Modified: \(formatter.string(from: $0))\n" } ?? "")
+            }.joined()
         case "decoders":
             // One plugin, the engine's decoder (libsndfile and FFmpeg behind it), with the file
             // suffixes it opens: ncmpcpp asks at every connection and reconnects on an ACK.
             return "plugin: musickit\n" + AudioFileDecoder.fileExtensions.sorted().map { "suffix: \($0)\n" }.joined()
         case "commands":
             return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
-                    "consume", "currentsong", "decoders", "delete", "deleteid", "find", "findadd", "idle", "list", "lsinfo", "move", "next",
+                    "consume", "currentsong", "decoders", "delete", "deleteid", "find", "listplaylists", "load", "stats", "findadd", "idle", "list", "lsinfo", "move", "next",
                     "noidle", "outputs", "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous",
                     "random", "repeat", "search", "searchadd", "seek", "seekcur", "seekid", "single", "status", "stop", "tagtypes"].map { "command: \($0)\n" }.joined()
         default:
@@ -699,6 +730,13 @@ final class MPDProtocolServer: @unchecked Sendable {
         return Self.databaseOrder(matching)
     }
 
+    /// The library's playlists.
+    private func libraryPlaylists() throws -> [Playlist] {
+        try waitFor { () -> [SendablePlaylist] in
+            try await MusicLibraryRequest<Playlist>().response().items.map(SendablePlaylist.init)
+        }.map(\.playlist)
+    }
+
     /// Every song of the library and the catalog.
     private func allSongs() throws -> [ResourceObject] {
         try waitFor { () -> [SendableResource] in
@@ -804,6 +842,12 @@ final class MPDProtocolServer: @unchecked Sendable {
         return directories.sorted { $0.localizedStandardCompare($1) == .orderedAscending }.map { "directory: \(Self.oneLine($0))\n" }.joined()
             + Self.databaseOrder(files).map { Self.describe($0.resource) }.joined()
     }
+}
+
+/// A playlist handed out of an async closure.
+private struct SendablePlaylist: @unchecked Sendable {
+    // @unchecked: Playlist is a value type of JSON values.
+    let playlist: Playlist
 }
 
 /// A song handed out of an async closure.

@@ -742,6 +742,22 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(mpd.exchange("findadd album Weather\n"), "OK\n")
         XCTAssertEqual(mpd.exchange("searchadd title lant\n"), "OK\n")
         XCTAssertEqual(try mpc("-f", "%title%", "playlist").out, "Zephyr\nArctic\nLantern\n")
+
+        // The library's playlists are MPD's stored playlists; stats counts library and catalog.
+        let arctic = try XCTUnwrap(try waitFor { () -> [Song] in
+            var request = MusicLibraryRequest<Song>()
+            request.filter(matching: \.title, equalTo: "Arctic")
+            return Array(try await request.response().items)
+        }.first)
+        _ = try waitFor { try await MusicLibrary.shared.createPlaylist(name: "Rainy", items: [arctic]) }
+        XCTAssertTrue(mpd.exchange("listplaylists\n").hasPrefix("playlist: Rainy\n"))
+        XCTAssertEqual(mpd.exchange("load Rainy\n"), "OK\n")
+        XCTAssertEqual(mpd.exchange("load Sunny\n"), "ACK [50@0] {load} No such playlist\n")
+        XCTAssertEqual(try mpc("-f", "%title%", "playlist").out, "Zephyr\nArctic\nLantern\nArctic\n")
+        let stats = mpd.exchange("stats\n")
+        let songCount = try XCTUnwrap(stats.split(separator: "\n").first { $0.hasPrefix("songs: ") }.flatMap { Int($0.dropFirst(7)) })
+        XCTAssertGreaterThan(songCount, 3, "the library's three and the catalog's: \(stats)")
+        XCTAssertTrue(stats.contains("uptime: ") && stats.contains("db_playtime: "), stats)
     }
 
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
