@@ -139,12 +139,11 @@ enum PlayResolution {
         guard let response = try? await MusicLibrarySearchRequest(term: term, types: [Album.self, Song.self]).response() else {
             return nil
         }
-        func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
-        let wanted = fold(term)
-        if let album = response.albums.first(where: { fold($0.title).contains(wanted) || fold($0.artistName).contains(wanted) }) {
+        let wanted = term.foldedForSearch
+        if let album = response.albums.first(where: { $0.title.foldedForSearch.contains(wanted) || $0.artistName.foldedForSearch.contains(wanted) }) {
             return [Found(item: album)]
         }
-        let songs = response.songs.sorted { ($0.filePath ?? $0.title).localizedStandardCompare($1.filePath ?? $1.title) == .orderedAscending }
+        let songs = Song.inLibraryOrder(Array(response.songs))
         return songs.isEmpty ? nil : songs.map { Found(item: $0) }
     }
 }

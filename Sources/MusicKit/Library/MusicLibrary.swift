@@ -45,9 +45,7 @@ final class MusicLibraryService: Sendable {
             self.folded = folded
         }
 
-        static func fold(_ text: String) -> String {
-            text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
-        }
+        static func fold(_ text: String) -> String { text.foldedForSearch }
 
         /// Whether folded `haystack` contains folded `needle`, compared as UTF-8 bytes (the hot
         /// loop of text filters; String.contains goes through Foundation and is many times slower).
@@ -377,4 +375,10 @@ public enum MusicLibraryScanner {
 
     /// A library file that could not be opened on this run and was moved aside, if any.
     public static var problem: SettingsFileError? { (try? MusicLibraryService.open())?.problem }
+}
+
+extension String {
+    /// Case and accents folded, as the library's search compares text (and MPD's `find` and
+    /// `musickit play TERM` after it).
+    package var foldedForSearch: String { folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
 }

@@ -23,7 +23,7 @@ public struct TitledSection: Identifiable, Equatable, Hashable, Sendable {
 
     /// The section of a title: its first letter, accents folded and upper-cased, or "#".
     static func of(_ title: String) -> TitledSection {
-        let first = title.trimmingCharacters(in: .whitespaces).folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+        let first = title.trimmingCharacters(in: .whitespaces).foldedForSearch
             .uppercased().first
         guard let first, first.isLetter else { return TitledSection(title: "#") }
         return TitledSection(title: String(first))

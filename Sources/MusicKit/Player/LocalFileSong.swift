@@ -68,4 +68,25 @@ extension Song {
     /// The file a local or library song plays, nil for catalog songs (for the command line's
     /// path order).
     package var filePath: String? { resource.string("filePath") }
+
+    /// MPD's database order, which `musickit play TERM` follows too: library files by path
+    /// (folder, then file name: an album's songs in track order), then catalog songs by
+    /// artist, album, disc and track.
+    package static func inLibraryOrder(_ songs: [Song]) -> [Song] {
+        songs.sorted { a, b in
+            let (x, y) = (a.resource, b.resource)
+            let (pathX, pathY) = (a.filePath, b.filePath)
+            if (pathX == nil) != (pathY == nil) { return pathX != nil }
+            if let pathX, let pathY, pathX != pathY { return pathX.localizedStandardCompare(pathY) == .orderedAscending }
+            for key in ["artistName", "albumName"] {
+                let (p, q) = (x.string(key) ?? "", y.string(key) ?? "")
+                if p != q { return p.localizedStandardCompare(q) == .orderedAscending }
+            }
+            for key in ["discNumber", "trackNumber"] {
+                let (p, q) = (x.int(key) ?? 0, y.int(key) ?? 0)
+                if p != q { return p < q }
+            }
+            return a.title < b.title
+        }
+    }
 }

@@ -187,6 +187,11 @@ extension MusicPlayer {
             insert(playableItems.map { QueueContents.part(for: $0) }, position: position)
         }
 
+        /// Inserts items of different types, in order, in one change (MPD's `findadd` and `load`).
+        func insert(items: [any PlayableMusicItem], position: EntryInsertionPosition) {
+            insert(items.map { QueueContents.part(for: $0) }, position: position)
+        }
+
         /// Inserts several entries, in order.
         public func insert<S: Sequence>(_ entries: S, position: EntryInsertionPosition) async throws where S.Element == Entry {
             insert([.segment(.entries(entries.map { $0.owned() }))], position: position)

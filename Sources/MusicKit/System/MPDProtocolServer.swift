@@ -484,9 +484,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         case "find", "search":
             return try songs(matching: args, exact: command == "find", command: command).map { Self.describe($0.resource) }.joined()
         case "findadd", "searchadd", "load":
-            try waitFor { [player] in
-                for found in adding { try await player.queue.insert(found.item, position: .tail) }
-            }
+            player.queue.insert(items: adding.map(\.item), position: .tail)
             notifyChanged(["playlist"])
         case "list":
             return try list(args, command: command)
@@ -661,8 +659,6 @@ final class MPDProtocolServer: @unchecked Sendable {
         return pairs
     }
 
-    private static func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil) }
-
     /// A tag's values in a song, as text.
     private static func values(of key: String, in song: ResourceObject) -> [String] {
         if let texts = song.strings(key) { return texts }
@@ -675,33 +671,13 @@ final class MPDProtocolServer: @unchecked Sendable {
     /// (`search`), case and accents folded (MPD's `find` folds neither).
     private static func matches(_ song: ResourceObject, _ pairs: [(tag: String, value: String)], exact: Bool) -> Bool {
         pairs.allSatisfy { tag, value in
-            let wanted = fold(value)
+            let wanted = value.foldedForSearch
             // `find TAG ""` is a song without that tag, as in MPD (ncmpcpp asks `Date ""` for an
             // album without a date).
             if exact && wanted.isEmpty { return filterKeys[tag]!.allSatisfy { values(of: $0, in: song).isEmpty } }
             return filterKeys[tag]!.contains { key in
-                values(of: key, in: song).contains { exact ? fold($0) == wanted : fold($0).contains(wanted) }
+                values(of: key, in: song).contains { exact ? $0.foldedForSearch == wanted : $0.foldedForSearch.contains(wanted) }
             }
-        }
-    }
-
-    /// MPD's database order: library files by path (folder, then file name: an album's songs
-    /// in track order), then catalog songs by artist, album, disc and track.
-    private static func databaseOrder(_ songs: [Song]) -> [Song] {
-        songs.sorted { a, b in
-            let (x, y) = (a.resource, b.resource)
-            let (pathX, pathY) = (x.string("filePath"), y.string("filePath"))
-            if (pathX == nil) != (pathY == nil) { return pathX != nil }
-            if let pathX, let pathY, pathX != pathY { return pathX.localizedStandardCompare(pathY) == .orderedAscending }
-            for key in ["artistName", "albumName"] {
-                let (p, q) = (x.string(key) ?? "", y.string(key) ?? "")
-                if p != q { return p.localizedStandardCompare(q) == .orderedAscending }
-            }
-            for key in ["discNumber", "trackNumber"] {
-                let (p, q) = (x.int(key) ?? 0, y.int(key) ?? 0)
-                if p != q { return p < q }
-            }
-            return (x.string("name") ?? "") < (y.string("name") ?? "")
         }
     }
 
@@ -711,40 +687,38 @@ final class MPDProtocolServer: @unchecked Sendable {
         guard !args.isEmpty else { throw Failure(code: Failure.argument, command: command, message: "Incorrect number of filter arguments") }
         let pairs = try Self.filterPairs(args[...], command: command)
         let term = pairs.filter { $0.tag != "file" }.map(\.value).joined(separator: " ")
-        let found = try waitFor { () -> [SendableSong] in
+        let found = term.isEmpty ? try librarySongs() : try waitFor { () -> [Song] in
             var found: [Song] = []
-            if term.isEmpty {
-                found = (try? await MusicLibraryRequest<Song>().response().items.map { $0 }) ?? []
-            } else {
-                if let library = try? await MusicLibrarySearchRequest(term: term, types: [Song.self]).response() {
-                    found += library.songs
-                }
-                var catalog = MusicCatalogSearchRequest(term: term, types: [Song.self])
-                catalog.limit = 50
-                if let response = try? await catalog.response() { found += response.songs }
+            if let library = try? await MusicLibrarySearchRequest(term: term, types: [Song.self]).response() {
+                found += library.songs
             }
-            return found.map(SendableSong.init)
-        }.map(\.song)
+            var catalog = MusicCatalogSearchRequest(term: term, types: [Song.self])
+            catalog.limit = 50
+            if let response = try? await catalog.response() { found += response.songs }
+            return found
+        }
         var seen = Set<String>()
         let matching = found.filter { Self.matches($0.resource, pairs, exact: exact) && seen.insert($0.id.rawValue).inserted }
-        return Self.databaseOrder(matching)
+        return Song.inLibraryOrder(matching)
     }
 
     /// The library's playlists.
     private func libraryPlaylists() throws -> [Playlist] {
-        try waitFor { () -> [SendablePlaylist] in
-            try await MusicLibraryRequest<Playlist>().response().items.map(SendablePlaylist.init)
-        }.map(\.playlist)
+        try waitFor { Array(try await MusicLibraryRequest<Playlist>().response().items) }
+    }
+
+    /// The library's songs (none when it cannot be read).
+    private func librarySongs() throws -> [Song] {
+        try waitFor { (try? await MusicLibraryRequest<Song>().response().items).map(Array.init) ?? [] }
     }
 
     /// Every song of the library and the catalog.
     private func allSongs() throws -> [ResourceObject] {
-        try waitFor { () -> [SendableResource] in
-            var found = (try? await MusicLibraryRequest<Song>().response().items.map(\.resource)) ?? []
+        let library = try librarySongs().map(\.resource)
+        return library + (try waitFor {
             let service = try await MusicCatalogService.current()
-            found += try service.allResources(type: "songs", account: service.account, limit: 10_000, offset: 0).items
-            return found.map(SendableResource.init)
-        }.map(\.resource)
+            return try service.allResources(type: "songs", account: service.account, limit: 10_000, offset: 0).items
+        })
     }
 
     /// The distinct values of a tag over the library and the catalog: `list TAG [FILTER…]
@@ -809,6 +783,9 @@ final class MPDProtocolServer: @unchecked Sendable {
             return roots.map { "directory: \(Self.oneLine($0.name))\n" }.joined()
         }
         let noSuchDirectory = Failure(code: Failure.noExist, command: command, message: "No such directory")
+        guard !uri.hasPrefix("/"), !relative.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
+            throw noSuchDirectory
+        }
         // The folder on disk, and the URI prefix of what is in it.
         let folder: String
         let prefix: String
@@ -821,12 +798,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             folder = root.path + relative.dropFirst(name.count)
             prefix = relative + "/"
         }
-        guard !uri.hasPrefix("/"), !relative.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
-            throw noSuchDirectory
-        }
-        let songs = try waitFor { () -> [SendableSong] in
-            ((try? await MusicLibraryRequest<Song>().response().items.map { $0 }) ?? []).map(SendableSong.init)
-        }.map(\.song).filter { $0.filePath?.hasPrefix(folder + "/") == true }
+        let songs = try librarySongs().filter { $0.filePath?.hasPrefix(folder + "/") == true }
         var directories = Set<String>()
         var files: [Song] = []
         for song in songs {
@@ -840,25 +812,8 @@ final class MPDProtocolServer: @unchecked Sendable {
         }
         if directories.isEmpty && files.isEmpty && !relative.isEmpty { throw noSuchDirectory }
         return directories.sorted { $0.localizedStandardCompare($1) == .orderedAscending }.map { "directory: \(Self.oneLine($0))\n" }.joined()
-            + Self.databaseOrder(files).map { Self.describe($0.resource) }.joined()
+            + Song.inLibraryOrder(files).map { Self.describe($0.resource) }.joined()
     }
-}
-
-/// A playlist handed out of an async closure.
-private struct SendablePlaylist: @unchecked Sendable {
-    // @unchecked: Playlist is a value type of JSON values.
-    let playlist: Playlist
-}
-
-/// A song handed out of an async closure.
-private struct SendableSong: @unchecked Sendable {
-    // @unchecked: Song is a value type of JSON values.
-    let song: Song
-}
-
-/// A resource handed out of an async closure (a value type of JSON values).
-private struct SendableResource: @unchecked Sendable {
-    let resource: ResourceObject
 }
 
 private extension Collection {
