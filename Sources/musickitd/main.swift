@@ -9,8 +9,7 @@ import MusicKit
 // open above standard error (a client's pipes among them; a daemon holding them would keep that
 // client's reader waiting forever). Not the sockets systemd hands over (socket activation:
 // LISTEN_FDS descriptors from 3 on, for this process).
-let activatedCount: Int32 = getenv("LISTEN_PID").flatMap { Int32(String(cString: $0)) } == getpid()
-    ? getenv("LISTEN_FDS").flatMap { Int32(String(cString: $0)) } ?? 0 : 0
+let activatedCount = SystemPlayerWire.activatedDescriptorCount()
 if let directory = opendir("/proc/self/fd") {
     var inherited: [Int32] = []
     while let entry = readdir(directory) {

@@ -11,7 +11,7 @@ struct SystemPlayerWireError: Error, CustomStringConvertible {
     let description: String
 }
 
-enum SystemPlayerWire {
+package enum SystemPlayerWire {
     /// The protocol version; a peer speaking another one is answered with an error.
     static let version = 1
     /// Messages longer than this are refused (the connection is dropped).
@@ -71,14 +71,20 @@ enum SystemPlayerWire {
         return listener
     }
 
+    /// How many descriptors systemd handed this process (socket activation), from 3 on; 0 when
+    /// none. Read without opening anything, so musickitd's start can keep them open.
+    package static func activatedDescriptorCount() -> Int32 {
+        guard let pid = getenv("LISTEN_PID").flatMap({ Int32(String(cString: $0)) }), pid == getpid(),
+              let count = getenv("LISTEN_FDS").flatMap({ Int32(String(cString: $0)) }), count > 0, count < 64 else { return 0 }
+        return count
+    }
+
     /// The listening sockets systemd handed over (socket activation: `LISTEN_PID` is this
     /// process, `LISTEN_FDS` descriptors from 3 on), by the path each is bound to. Taken once:
     /// the variables are removed, so that no child takes them too. Empty when not activated.
     static func activatedListeners() -> [String: Int32] {
-        let environment = ProcessInfo.processInfo.environment
-        defer { for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) } }
-        guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
-              let count = environment["LISTEN_FDS"].flatMap(Int32.init), count > 0, count < 64 else { return [:] }
+        let count = activatedDescriptorCount()
+        for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) }
         var listeners: [String: Int32] = [:]
         for descriptor in 3..<(3 + count) {
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
