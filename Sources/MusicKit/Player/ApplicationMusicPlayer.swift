@@ -359,8 +359,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             // Library songs play without authorization; the account is read when a catalog entry comes.
             catalogAccess = .whenNeeded(in: .current)
         }
-        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs,
-                          pausesAfterEachEntry: control.withLock { $0.pausesAfterEachEntry })
+        giveModesToProvider()
         let startTime = control.withLock { control -> TimeInterval? in
             control.failures = []
             control.heardToken = nil
@@ -723,12 +722,15 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     private func modesChanged() {
-        let pauses = control.withLock { control in
-            control.nextMayBeStale = true
-            return control.pausesAfterEachEntry
-        }
-        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs, pausesAfterEachEntry: pauses)
+        control.withLock { $0.nextMayBeStale = true }
+        giveModesToProvider()
         engine.queueDidChange()
+    }
+
+    /// The modes that decide what comes next, as the provider reads them.
+    private func giveModesToProvider() {
+        provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs,
+                          pausesAfterEachEntry: pausesAfterEachEntry)
     }
 
     /// Whether playback stops at the end of each entry, paused at the start of the next one
