@@ -411,7 +411,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         let outside = try XCTUnwrap(try GeneratedSongs.tones([550], frames: 22_050, into: directory).songs.first?.resource.string("filePath"))
         try FileManager.default.createSymbolicLink(atPath: library.appendingPathComponent("link.wav").path, withDestinationPath: outside)
         let mpd = try MPDSocket(port: port)
-        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         for uri in [outside, "file://" + outside, library.appendingPathComponent("link.wav").path,
                     library.path + "/../" + URL(fileURLWithPath: outside).lastPathComponent, "/etc/passwd", "/no/such/file.flac"] {
             XCTAssertEqual(mpd.exchange("add \"\(uri)\"\n"), "ACK [4@0] {add} Access denied\n", uri)
@@ -428,7 +428,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         let text = directory.appendingPathComponent("notes.flac")
         try Data("not audio\n".utf8).write(to: text)
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         for uri in ["/etc/passwd", "/dev/zero", fifo, directory.path, "file://" + text.path, "relative.flac"] {
             XCTAssertEqual(mpd.exchange("add \"\(uri)\"\n"), "ACK [50@0] {add} No such song\n", uri)
         }
@@ -479,7 +479,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
         XCTAssertEqual(try mpc("play").code, 0)
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         for time in ["inf", "-inf", "nan", "1e999"] {
             XCTAssertEqual(mpd.exchange("seekcur \(time)\n"), "ACK [2@0] {seekcur} Number expected\n", time)
             XCTAssertEqual(mpd.exchange("seek 0 \(time)\n"), "ACK [2@0] {seek} Number expected\n", time)
@@ -533,7 +533,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         // 1,000 adds in one list: a state file of ~1,000 entries is written a few times.
         let path = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 4_410, into: directory).songs.first?.resource.string("filePath"))
         let adder = try MPDSocket(path: mpdPath)
-        _ = adder.exchange("", until: { $0.hasSuffix("\n") })
+        _ = adder.greeting()
         let writtenBefore = try daemonFigure("io", "wchar:")
         let adds = String(repeating: "add \"\(path)\"\n", count: 1_000)
         XCTAssertEqual(adder.exchange("command_list_begin\n" + adds + "command_list_end\n"), "OK\n")
@@ -554,7 +554,7 @@ final class SystemPlayerMPDTests: XCTestCase {
 
         // A command list past 2 MiB: the connection ends, as MPD ends it.
         let lister = try MPDSocket(path: mpdPath)
-        _ = lister.exchange("", until: { $0.hasSuffix("\n") })
+        _ = lister.greeting()
         let flood = "command_list_begin\n" + String(repeating: "ping\n", count: (MPDProtocolServer.maximumCommandListBytes / 5) + 10)
         XCTAssertEqual(lister.exchange(flood, until: { _ in false }), "", "closed without an answer")
 
@@ -568,7 +568,7 @@ final class SystemPlayerMPDTests: XCTestCase {
             promises.append(socket)
         }
         let other = try MPDSocket(path: mpdPath)
-        _ = other.exchange("", until: { $0.hasSuffix("\n") })
+        _ = other.greeting()
         XCTAssertTrue(other.exchange("status\n").contains("playlistlength: 1000\n"), "another client is answered")
         let grownKiB = try daemonFigure("status", "VmRSS:") - residentBefore
         XCTAssertLessThan(grownKiB, 50 * 1_024, "50 headers reserved \(grownKiB) KiB (4 MiB each before)")
@@ -578,19 +578,19 @@ final class SystemPlayerMPDTests: XCTestCase {
         var open: [MPDSocket] = [adder, lister, other]
         while open.count < ConnectionAcceptors.defaultMaximumConnections {
             let connection = try MPDSocket(path: mpdPath)
-            XCTAssertTrue(connection.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "connection \(open.count + 1)")
+            XCTAssertTrue(connection.greeting().hasPrefix("OK MPD"), "connection \(open.count + 1)")
             open.append(connection)
         }
         _ = open.remove(at: 1)  // the lister, already closed by the daemon
         let extra = try MPDSocket(path: mpdPath)
-        XCTAssertTrue(extra.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the 100th")
+        XCTAssertTrue(extra.greeting().hasPrefix("OK MPD"), "the 100th")
         let refused = try MPDSocket(path: mpdPath)
         XCTAssertEqual(refused.exchange("", until: { _ in false }), "", "the 101st is closed on arrival")
         open.removeAll()
         let deadlineForRoom = Date(timeIntervalSinceNow: 5)
         var greeting = ""
         repeat {
-            greeting = try MPDSocket(path: mpdPath).exchange("", until: { $0.hasSuffix("\n") })
+            greeting = try MPDSocket(path: mpdPath).greeting()
         } while !greeting.hasPrefix("OK MPD") && Date() < deadlineForRoom
         XCTAssertTrue(greeting.hasPrefix("OK MPD"), "served again once the others left")
     }
@@ -602,7 +602,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     func testIdleAnswersChangesMadeBetweenCommandsAndNoidleAloneIsIgnored() throws {
         let path = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 4_410, into: directory).songs.first?.resource.string("filePath"))
         let client = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(client.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(client.greeting().hasPrefix("OK MPD"), "the greeting")
         XCTAssertTrue(client.exchange("status\n").hasSuffix("OK\n"))
         XCTAssertEqual(try mpc("add", path).code, 0, "another client changes the playlist")
         XCTAssertEqual(try mpc("repeat", "on").code, 0, "and the options")
@@ -619,7 +619,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     func testOutputsNamesTheDeviceAndTagtypesTheTagsSongsCarry() throws {
         let device = try AudioTestEnvironment.requirePulse()
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         let outputs = mpd.exchange("outputs\n")
         XCTAssertTrue(outputs.contains("outputname: \(device)\n"), outputs)
         XCTAssertTrue(outputs.contains("plugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\n"), outputs)
@@ -650,7 +650,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         let songs = try GeneratedSongs.tones([440, 550, 660], frames: 22_050, into: directory).songs
         for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         func modes() -> String {
             mpd.exchange("status\n").split(separator: "\n").filter { $0.hasPrefix("repeat:") || $0.hasPrefix("single:") }.joined(separator: " ")
         }
@@ -680,7 +680,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         try player.stopDaemon()
         _ = try player.daemonProcessID()
         let again = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(again.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"))
+        XCTAssertTrue(again.greeting().hasPrefix("OK MPD"))
         let restored = again.exchange("status\n")
         XCTAssertTrue(restored.contains("repeat: 0\n") && restored.contains("single: 1\n"), restored)
     }
@@ -709,7 +709,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         let root = music.standardizedFileURL.path
 
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD"), "the greeting")
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         func files(_ reply: String) -> [String] {
             reply.split(separator: "\n").filter { $0.hasPrefix("file: ") }.map { String($0.dropFirst(6).split(separator: "/").last!) }
         }
@@ -763,7 +763,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
         let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
-        XCTAssertTrue(mpd.exchange("", until: { $0.hasSuffix("\n") }).hasPrefix("OK MPD 0.23"), "the greeting")
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD 0.23"), "the greeting")
         XCTAssertEqual(mpd.exchange("ping\n"), "OK\n")
         XCTAssertEqual(mpd.exchange("command_list_ok_begin\nping\nrepeat 1\ncommand_list_end\n"), "list_OK\nlist_OK\nOK\n")
         XCTAssertEqual(mpd.exchange("frobnicate\n"), "ACK [5@0] {frobnicate} unknown command \"frobnicate\"\n")
@@ -802,6 +802,9 @@ private final class MPDSocket {
         guard connected == 0 else { close(socket); throw POSIXError(.ECONNREFUSED) }
     }
     deinit { close(socket) }
+
+    /// The server's first line (MPD's `OK MPD VERSION`).
+    func greeting() -> String { exchange("", until: { $0.hasSuffix("\n") }) }
 
     func exchange(_ text: String, until done: (String) -> Bool = { $0.hasSuffix("OK\n") || $0.contains("ACK [") }) -> String {
         _ = text.withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
