@@ -141,7 +141,7 @@ final class ALSAPCM: AudioOutput, @unchecked Sendable {
             musickit_snd_pcm_close(pcm)
             throw error
         }
-        var capabilities: AudioOutputCapabilities = []
+        var capabilities: AudioOutputCapabilities = [.realTimeClock]
         if configuration.canPause { capabilities.insert(.pause) }
         if isPlugin { capabilities.insert(.prepareDiscardsPlayback) }
         self.capabilities = capabilities

@@ -293,7 +293,9 @@ public final class AudioEngine: Sendable {
         let seeking = pendingSeek.flatMap { seek in
             session.shared.appliedSeekSerial.load(ordering: .sequentiallyConsistent) < seek.serial ? seek.frame : nil
         }
-        let (token, heardFrame) = session.shared.readPosition(sampleRate: session.device.configuration.sampleRate)
+        let countsOn = session.device.capabilities.contains(.realTimeClock)
+        let (token, heardFrame) = session.shared.readPosition(
+            sampleRate: countsOn ? session.device.configuration.sampleRate : 0)
         let frame = seeking ?? heardFrame
         return AudioEnginePosition(token: token.map { .init(rawValue: $0) }, frame: frame,
                                    sampleRate: session.device.configuration.sampleRate)

@@ -73,6 +73,11 @@ struct AudioOutputCapabilities: OptionSet, Sendable {
     /// stream, which switches to its spare). Kernel devices refuse it (-EBUSY): the engine
     /// drops first.
     static let prepareDiscardsPlayback = AudioOutputCapabilities(rawValue: 1 << 1)
+    /// Its delay falls in real time while it plays (a sound card, a sound server): a reader of
+    /// the position may count on from the audio thread's last publication by the wall clock
+    /// (`EngineSharedState.readPosition`). An output on another clock (a test's manual clock)
+    /// leaves it out, and the position is what the audio thread last published.
+    static let realTimeClock = AudioOutputCapabilities(rawValue: 1 << 2)
 }
 
 /// Why an output could not be opened or failed while playing, in its own library's terms.

@@ -44,7 +44,7 @@ final class PulseStream: AudioOutput, @unchecked Sendable {
     // under the main loop's lock; the rest is set in init.
     let name: String
     private(set) var configuration: PCMConfiguration
-    let capabilities: AudioOutputCapabilities = [.pause, .prepareDiscardsPlayback]
+    let capabilities: AudioOutputCapabilities = [.pause, .prepareDiscardsPlayback, .realTimeClock]
     /// Signalled when the server asks for data, the buffer ran dry or the stream failed.
     let events = WakeSignal()
     /// `events`' descriptor for the audio thread's poll, followed by one free slot for the
