@@ -232,6 +232,19 @@ public final class AudioEngine: Sendable {
         session?.close()
     }
 
+    /// Gives up a `play()` or `prepare()` still opening its stream (its first entry, the
+    /// device), as `stop()` would, and only then: true when there was one to give up (it throws
+    /// `.stopped`). A stream already open is left playing; the check and the cancel are one step,
+    /// so an opening that ends meanwhile is not stopped by mistake (the system player's daemon:
+    /// a later client's request supersedes a start that is still opening).
+    package func cancelOpening() -> Bool {
+        control.withLock { state in
+            guard state.isOpening, state.session == nil else { return false }
+            stopsRequested.add(1, ordering: .releasing)
+            return true
+        }
+    }
+
     /// Skips to the entry after the one being heard. When its first frames are already
     /// decoded (ring or preroll) the audio thread switches at once, without the decoder.
     public func skipToNextEntry() {
@@ -387,11 +400,12 @@ public final class AudioEngine: Sendable {
         // cancels the opening (a download's reads give up within 50 ms of it).
         let stops = stopsRequested.load(ordering: .acquiring)
         let pauses = pausesWhileOpening.load(ordering: .acquiring)
-        GrowingFile.abandonWaits(onThisThreadWhen: { [weak self] in
+        let givenUp: @Sendable () -> Bool = { [weak self] in
             self.map { $0.stopsRequested.load(ordering: .acquiring) != stops || $0.pausesWhileOpening.load(ordering: .acquiring) != pauses }
                 ?? true
-        })
-        defer { GrowingFile.clearAbandonCheck() }
+        }
+        AbandonableWaits.giveUp(onThisThreadWhen: givenUp)
+        defer { AbandonableWaits.clear() }
         var begun: (provider: any AudioEntryProvider, crossfadeSeconds: Double)?
         while begun == nil {
             enum Next { case open(any AudioEntryProvider, Double), wait, ready(EngineSession) }
@@ -433,6 +447,8 @@ public final class AudioEngine: Sendable {
         openingEnded.lock()
         openingEnded.broadcast()
         openingEnded.unlock()
+        // A device whose server had not answered, given up by a stop or a pause: not its error.
+        if case .failure = opened, givenUp() { throw .stopped }
         let session = try opened.get()
         guard let early else {
             session.close()
@@ -581,11 +597,11 @@ final class EngineSession: @unchecked Sendable {
             // A preview still downloading must not hold up a stop, a skip or a seek: a read
             // waiting for its next bytes gives up once the session stops or a request comes
             // from the audio thread (every request moves the decoder elsewhere).
-            GrowingFile.abandonWaits(onThisThreadWhen: {
+            AbandonableWaits.giveUp(onThisThreadWhen: {
                 control.isStopRequested
                     || shared.decoderRequestsSent.load(ordering: .acquiring) != shared.decoderRequestsTaken.load(ordering: .relaxed)
             })
-            defer { GrowingFile.clearAbandonCheck() }
+            defer { AbandonableWaits.clear() }
             loop.run()
         }
     }

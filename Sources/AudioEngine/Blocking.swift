@@ -18,3 +18,30 @@ package func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws ->
     done.wait()
     return try result.withLock { $0! }.get()
 }
+
+/// Per thread: when its blocking waits give up. A thread that opens a stream (the caller of
+/// `play()`, the decoder thread) says when it has moved on — a `stop()`, a new request — and
+/// the waits it may meet there look at least every 50 ms and give up once the check says so:
+/// a download's next bytes (`GrowingFile`), a sound server's answer while the device opens
+/// (`PulseConnection`). Without a check, they wait as long as the download or the server does.
+package enum AbandonableWaits {
+    private static let checks = Mutex<[pthread_t: @Sendable () -> Bool]>([:])
+
+    /// From now on, waits on this thread give up once `check` returns true; until `clear()`.
+    package static func giveUp(onThisThreadWhen check: @escaping @Sendable () -> Bool) {
+        let thread = pthread_self()
+        checks.withLock { $0[thread] = check }
+    }
+
+    /// This thread's waits wait for as long as what they wait for takes, again.
+    package static func clear() {
+        let thread = pthread_self()
+        _ = checks.withLock { $0.removeValue(forKey: thread) }
+    }
+
+    /// This thread's check, nil when it has none.
+    static var checkOnThisThread: (@Sendable () -> Bool)? {
+        let thread = pthread_self()
+        return checks.withLock { $0[thread] }
+    }
+}

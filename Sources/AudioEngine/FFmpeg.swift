@@ -466,7 +466,7 @@ private final class GrowingSource {
     var position = 0
     /// Why the download failed, once a read ran into it.
     var failure: String?
-    /// A read gave up waiting for bytes: the reader moved on (`GrowingFile.abandonWaits`).
+    /// A read gave up waiting for bytes: the reader moved on (`AbandonableWaits`).
     var abandoned = false
 
     init(descriptor: Int32, growing: GrowingFile) {

@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// A reader that must not wait on a stalled download — an engine's decoder thread, whose
 /// session is closing or which has a new request; the caller of `play()` opening the first
-/// entry, when `stop()` comes — says so for its thread (`abandonWaits(onThisThreadWhen:)`): its
-/// waits then look every 50 ms and give up once the check says so.
+/// entry, when `stop()` comes — says so for its thread (`AbandonableWaits`): its waits then look
+/// every 50 ms and give up once the check says so.
 ///
 /// The writer asks `isUnwanted` as it goes: once every reader that opened the file has closed
 /// it and none has opened it again for `unwantedAfterSeconds`, nobody plays it any more (the
@@ -39,22 +39,6 @@ package final class GrowingFile: @unchecked Sendable {
     private static let registry = Mutex<[String: GrowingFile]>([:])
     /// Readers waiting for bytes right now, in every growing file (for the tests).
     package static let waitingReaders = Atomic<Int>(0)
-    /// Per reading thread: when its waits give up.
-    private static let abandonChecks = Mutex<[pthread_t: @Sendable () -> Bool]>([:])
-
-    /// From now on, reads on this thread that wait for bytes give up once `check` returns true
-    /// (within 50 ms); until `clearAbandonCheck()`.
-    package static func abandonWaits(onThisThreadWhen check: @escaping @Sendable () -> Bool) {
-        let thread = pthread_self()
-        abandonChecks.withLock { $0[thread] = check }
-    }
-
-    /// This thread's reads wait for bytes for as long as the download goes on again.
-    package static func clearAbandonCheck() {
-        let thread = pthread_self()
-        _ = abandonChecks.withLock { $0.removeValue(forKey: thread) }
-    }
-
     /// The file being written for `path`, nil when none is (the file is complete, or absent).
     package static func growing(_ path: String) -> GrowingFile? {
         registry.withLock { $0[path] }
@@ -129,8 +113,7 @@ package final class GrowingFile: @unchecked Sendable {
     /// Waits until more than `offset` bytes are written or the writer is done — or, on a thread
     /// with an abandon check, until the check says to give up (`abandoned`).
     package func waitForBytes(beyond offset: Int) -> Progress {
-        let thread = pthread_self()
-        let check = GrowingFile.abandonChecks.withLock { $0[thread] }
+        let check = AbandonableWaits.checkOnThisThread
         GrowingFile.waitingReaders.add(1, ordering: .relaxed)
         defer { GrowingFile.waitingReaders.subtract(1, ordering: .relaxed) }
         condition.lock()

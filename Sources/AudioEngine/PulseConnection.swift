@@ -26,6 +26,10 @@ final class PulseConnection: @unchecked Sendable {
     private var askedForPriority = false
     private var isLoopStopped = false
     private var isClosed = false
+    /// Wakes `waitWhileOpening` every 50 ms while it waits on a thread that may give up
+    /// (`AbandonableWaits`); armed only then. Under the loop's lock.
+    private var openingTicker: LibPulse.TimeEvent?
+    private var openingWaiters = 0
 
     /// Gives the connection to the server that a program began before the engine existed (a
     /// main loop and a context, as `init` makes them, connecting or connected; its state
@@ -83,7 +87,7 @@ final class PulseConnection: @unchecked Sendable {
                 let state = library.contextState(context)
                 if state == PA_CONTEXT_READY { break }
                 if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED { throw error("pa_context_connect") }
-                wait()
+                try waitWhileOpening("pa_context_connect")
             }
             unlock()
         } catch {
@@ -106,6 +110,42 @@ final class PulseConnection: @unchecked Sendable {
     func wait() { library.mainloopWait(mainloop) }
     /// Wakes a `wait()` (from a callback).
     func signal() { library.mainloopSignal(mainloop, 0) }
+
+    /// `wait()` while the device opens (lock held): on a thread whose waits may be given up
+    /// (`AbandonableWaits`: the engine's `stop()` came), throws once its check says so, looking
+    /// at least every 50 ms. A server that accepts the connection and never answers would
+    /// otherwise hold the opening thread until libpulse's own timeout (30 s), and a stop or
+    /// another client's request with it.
+    func waitWhileOpening(_ operation: String) throws(PulseError) {
+        guard let check = AbandonableWaits.checkOnThisThread else { return wait() }
+        if check() { throw abandoned(operation) }
+        openingWaiters += 1
+        defer { openingWaiters -= 1 }
+        armOpeningTicker()
+        wait()
+        if check() { throw abandoned(operation) }
+    }
+
+    private func abandoned(_ operation: String) -> PulseError {
+        PulseError(operation: operation, code: Int32(PA_ERR_KILLED.rawValue), device: deviceName,
+                   message: "given up: the player stopped while the server had not answered", hint: nil)
+    }
+
+    /// Lock held.
+    private func armOpeningTicker() {
+        let fireAt = library.monotonicMicroseconds() + 50_000
+        if let openingTicker {
+            library.contextTimerRestart(context, openingTicker, fireAt)
+            return
+        }
+        openingTicker = library.contextTimerNew(context, fireAt, { _, _, _, userdata in
+            PulseConnection.with(userdata) { me in
+                // On libpulse's thread, lock held: wake the waiters, and again in 50 ms while any wait.
+                me.signal()
+                if me.openingWaiters > 0 { me.armOpeningTicker() }
+            }
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
 
     /// The context's last error for `operation` (or `code`, a `pa_error_code`), lock held.
     func error(_ operation: String, code: Int32? = nil) -> PulseError {

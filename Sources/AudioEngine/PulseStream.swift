@@ -183,7 +183,7 @@ final class PulseStream: AudioOutput, @unchecked Sendable {
                 let state = library.streamState(stream)
                 if state == PA_STREAM_READY && sinkLookup != .pending { break }
                 if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED { throw connection.error("pa_stream_connect_playback") }
-                connection.wait()
+                try connection.waitWhileOpening("pa_stream_connect_playback")
             }
             timingTimer = library.contextTimerNew(context, UInt64.max /* PA_USEC_INVALID: not armed */, { _, _, _, userdata in
                 PulseStream.with(userdata) { $0.timingTimerFired() }

@@ -450,6 +450,30 @@ final class AudioRendererTests: XCTestCase {
         XCTAssertFalse(rig.output.operationLog.contains { $0.operation == .start }, "never started")
     }
 
+    /// `cancelOpening()` gives up only a start that is still opening (the system player's
+    /// daemon supersedes a start stuck there with a later client's request): then the `play()`
+    /// fails with `.stopped`; a stream that is open goes on playing.
+    func testCancelOpeningGivesUpOnlyAStartThatIsStillOpening() throws {
+        let (rig, slow) = try playWaitingForASlowOpen()
+        XCTAssertTrue(rig.engine.cancelOpening(), "a start was opening")
+        slow.slowOpen.gate.signal()
+        XCTAssertEqual(slow.finished.wait(timeout: .now() + 10), .success)
+        let failure: AudioEngineError? = slow.result.withLock { result in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        XCTAssertEqual(failure, .stopped, "the start was given up")
+        XCTAssertEqual(rig.engine.status, .stopped)
+
+        let playing = try self.rig([1])
+        try playing.engine.play()
+        XCTAssertFalse(playing.engine.cancelOpening(), "nothing is opening")
+        playing.output.waitUntilFull(slack: playing.renderPeriodFrames)
+        play(playing, frames: rate / 4)
+        XCTAssertEqual(playing.engine.status, .playing, "the open stream plays on")
+        XCTAssertEqual(playing.output.snapshot.heardFrames, rate / 4)
+    }
+
     func testStoppingTheEngineClosesTheOutput() throws {
         let rig = try rig([1])
         try rig.engine.play()
