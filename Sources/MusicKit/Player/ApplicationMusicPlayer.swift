@@ -445,6 +445,19 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
     }
 
+    /// A start given up by `cancelOpeningStart()`.
+    enum GivenUpStart { case play, preparation }
+
+    /// Gives up a `play()` or `prepareToPlay()` whose first entry or device is still opening (it
+    /// throws `CancellationError`; the time it was to start at is kept for the next start), and
+    /// nothing else: a stream that is open plays on. Nil when no start was opening. For the
+    /// system player's daemon, where a later client's request supersedes a stuck start.
+    func cancelOpeningStart() -> GivenUpStart? {
+        let intent = control.withLock { $0.intent }
+        guard engine.cancelOpening() else { return nil }
+        return intent == .playing ? .play : .preparation
+    }
+
     /// Stops playback; the queue and its current entry stay, `play()` starts that entry over.
     public override func stop() {
         endSeekingTimer()

@@ -60,11 +60,11 @@ final class MPDProtocolServer: @unchecked Sendable {
     static let maximumCommandListBytes = 2 << 20
 
     /// The daemon's queue for changes to the player (commands run there, one at a time).
-    private let operations: DispatchQueue
+    private let operations: DaemonOperations
     /// When the server started, for `stats`'s uptime.
     private let started = Date()
 
-    init(player: ApplicationMusicPlayer, operations: DispatchQueue, changed: @escaping @Sendable () -> Void) {
+    init(player: ApplicationMusicPlayer, operations: DaemonOperations, changed: @escaping @Sendable () -> Void) {
         self.player = player
         self.operations = operations
         self.changed = changed
@@ -239,10 +239,15 @@ final class MPDProtocolServer: @unchecked Sendable {
         }
     }
 
-    /// Commands that only read the library and the catalog: run on the client's thread, since
-    /// a search may wait for the network.
+    /// Commands that only read (the player's state and queue, the library, the catalog): run on
+    /// the client's thread, since a search may wait for the network, and so that a status poll
+    /// never waits for another client's start.
     private static let lookups: Set<String> = ["find", "search", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping",
-                                               "stats", "listplaylists"]
+                                               "stats", "listplaylists", "status", "currentsong", "playlistinfo",
+                                               "playlistid", "plchanges", "outputs", "clearerror"]
+    /// Commands that decide themselves whether anything plays: a start they supersede is not
+    /// started again after them (`DaemonOperations`).
+    private static let startsOrStops: Set<String> = ["play", "playid", "pause", "stop", "clear"]
 
     private func run(_ line: String, connection: Connection) -> Outcome {
         let words: [String]
@@ -278,8 +283,10 @@ final class MPDProtocolServer: @unchecked Sendable {
                 // Found on this thread (a search may wait for the network); added in the queue.
                 adding = try songs(matching: args, exact: command == "findadd", command: command).map { PlayResolutionItem(item: $0) }
             }
-            let output = try operations.sync { try perform(command, args, adding: adding) }
-            return .success(output)
+            let effect: DaemonOperations.Effect = Self.startsOrStops.contains(command) ? .startsOrStops : .keepsPlaying
+            let items = adding
+            let output = try operations.perform("MPD \(command)", effect) { try self.perform(command, args, adding: items) }
+            return .success(output ?? "")
         } catch let failure as Failure {
             return .failure(failure)
         } catch {

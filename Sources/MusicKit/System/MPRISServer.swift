@@ -27,7 +27,7 @@ final class MPRISServer: @unchecked Sendable {
     private static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
 
     private let player: ApplicationMusicPlayer
-    private let operations: DispatchQueue
+    private let operations: DaemonOperations
     /// Called after a method changed something, with MPD's subsystems for it.
     private let changed: @Sendable (Set<String>) -> Void
     private let quit: @Sendable () -> Void
@@ -39,7 +39,7 @@ final class MPRISServer: @unchecked Sendable {
     /// Where the position was at the last change, to see a jump (bus thread).
     private var lastPosition: (entry: String?, seconds: Double, uptime: Double, moving: Bool)?
 
-    init(player: ApplicationMusicPlayer, operations: DispatchQueue,
+    init(player: ApplicationMusicPlayer, operations: DaemonOperations,
          changed: @escaping @Sendable (Set<String>) -> Void,
          quit: @escaping @Sendable () -> Void,
          log: @escaping @Sendable (String) -> Void) {
@@ -259,27 +259,11 @@ final class MPRISServer: @unchecked Sendable {
     static let replyWaitSeconds = 0.5
 
     /// Runs `work` on the daemon's operations queue and waits for it `replyWaitSeconds` at most:
-    /// its result, or nil when it is still running (it goes on; a failure it meets later is logged).
-    private func onOperations<T: Sendable>(_ what: String, _ work: @escaping @Sendable () throws -> T) throws -> T? {
-        let outcome = OperationOutcome<T>()
-        operations.async { [log] in
-            let result = Result { try work() }
-            let abandoned = outcome.lock.withLock {
-                outcome.result = result
-                return outcome.abandoned
-            }
-            if abandoned, case .failure(let error) = result { log("MPRIS \(what) failed: \(error)") }
-            outcome.done.signal()
-        }
-        if outcome.done.wait(timeout: .now() + Self.replyWaitSeconds) == .timedOut {
-            let result = outcome.lock.withLock {
-                outcome.abandoned = outcome.result == nil
-                return outcome.result
-            }
-            guard let result else { return nil }
-            return try result.get()
-        }
-        return try outcome.lock.withLock { outcome.result }?.get()
+    /// its result, or nil when it is still running (it goes on; a failure it meets later is
+    /// logged) or was a start superseded by a later request.
+    private func onOperations<T: Sendable>(_ what: String, _ effect: DaemonOperations.Effect = .keepsPlaying,
+                                           _ work: @escaping @Sendable () throws -> T) throws -> T? {
+        try operations.perform("MPRIS \(what)", effect, waitingAtMost: Self.replyWaitSeconds, work)
     }
 
     /// The Player's methods, each on the daemon's operations queue like every other client's
@@ -290,14 +274,14 @@ final class MPRISServer: @unchecked Sendable {
         do {
             switch member {
             case "Play":
-                try onOperations("Play") { try waitFor { try await player.play() } }
+                try onOperations("Play", .startsOrStops) { try waitFor { try await player.play() } }
             case "Pause":
                 player.pause()
             case "PlayPause":
                 if player.state.playbackStatus == .playing {
                     player.pause()
                 } else {
-                    try onOperations("PlayPause") { try waitFor { try await player.play() } }
+                    try onOperations("PlayPause", .startsOrStops) { try waitFor { try await player.play() } }
                 }
             case "Stop":
                 player.stop()
@@ -332,7 +316,7 @@ final class MPRISServer: @unchecked Sendable {
             case "OpenUri":
                 guard let uri = arguments.first?.string else { return Self.invalidArguments("OpenUri needs a URI") }
                 let item = try SystemPlayerServer.item(forURI: uri)  // outside the operations queue: it may block
-                try onOperations("OpenUri") {
+                try onOperations("OpenUri", .startsOrStops) {
                     // After the current entry, then to it: the rest of the queue stays.
                     let before = player.queue.entries
                     try waitFor { try await player.queue.insert(item.item, position: .afterCurrentEntry) }
@@ -444,14 +428,4 @@ final class MPRISServer: @unchecked Sendable {
         </node>
         """
     }
-}
-
-/// What a call handed to the operations queue came to, for `MPRISServer.onOperations`.
-private final class OperationOutcome<T>: @unchecked Sendable {
-    // @unchecked: `result` and `abandoned` are behind `lock`.
-    let lock = NSLock()
-    var result: Result<T, any Error>?
-    /// The caller stopped waiting before the result came.
-    var abandoned = false
-    let done = DispatchSemaphore(value: 0)
 }

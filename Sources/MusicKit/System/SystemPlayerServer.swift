@@ -30,10 +30,11 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// Changes are saved at most this often: the state file is rewritten whole (atomically), and
     /// 3,000 `add`s one by one wrote 2.56 GB (issue #42). A change is on disk within this time.
     static let stateWriteInterval: DispatchTimeInterval = .milliseconds(250)
-    /// Every change to the player, from any client (this protocol's and MPD's) and the daemon's
-    /// own preparing, runs here, one at a time: the player's transport is not made for two
-    /// callers at once (a prepare racing a play).
-    private let operations = DispatchQueue(label: "musickitd.operations")
+    /// Every change to the player, from any client (this protocol's, MPD's, MPRIS's) and the
+    /// daemon's own preparing, runs here, one at a time: the player's transport is not made for
+    /// two callers at once (a prepare racing a play). A start stuck opening is superseded by the
+    /// next request (see `DaemonOperations`).
+    private let operations: DaemonOperations
     private var listener: Int32 = -1
     /// Whether the sockets came from systemd (socket activation): they are left in place at exit.
     private var socketsAreSystemd = false
@@ -88,6 +89,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         self.mpdPort = mpdPort
         player = ApplicationMusicPlayer(engineConfiguration: ApplicationMusicPlayer.defaultEngineConfiguration)
         stateURL = environment.dataDirectory.appendingPathComponent("system-player.json")
+        operations = DaemonOperations(player: player, log: Self.log)
     }
 
     /// Takes the lock and the socket, restores the saved state and serves until SIGTERM/SIGINT
@@ -151,7 +153,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
         environment.runtimeDirectory.appendingPathComponent("mpd.sock")
     }
 
-    private func log(_ text: String) {
+    private func log(_ text: String) { Self.log(text) }
+
+    @Sendable private static func log(_ text: String) {
         FileHandle.standardError.write(Data("\(ISO8601DateFormatter().string(from: Date())) \(text)\n".utf8))
     }
 
@@ -183,7 +187,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
                 // wait for another client's play whose first entry is still opening); everything
                 // else waits for its turn.
                 let immediate = ["hello", "state", "pause", "stop"].contains(op)
-                let result = immediate ? try handle(message, from: client) : try operations.sync { try handle(message, from: client) }
+                let effect: DaemonOperations.Effect = ["play", "setQueue", "shutdown"].contains(op) ? .startsOrStops : .keepsPlaying
+                let result = immediate ? try handle(message, from: client)
+                    : try operations.perform("the request \(op)", effect) { try self.handle(message, from: client) } ?? nil
                 stateMessages.withLock {
                     var reply: SystemPlayerWire.Message = ["id": JSONValue(id), "ok": true, "state": snapshot()]
                     if let result { reply["result"] = result }
@@ -334,7 +340,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// back (a restarted sound server, a reconnected headset), trying every 0.25–2 s, until it
     /// plays or a client decided otherwise (pause, stop, play, a new queue: no longer interrupted).
     private func resumeWhenTheDeviceIsBack(attempt: Int) {
-        operations.asyncAfter(deadline: .now() + .milliseconds(min(250 * attempt, 2_000))) { [weak self] in
+        operations.async(after: Double(min(250 * attempt, 2_000)) / 1_000) { [weak self] in
             guard let self else { return }
             guard player.state.playbackStatus == .interrupted else {
                 resuming.store(false, ordering: .relaxed)

@@ -39,6 +39,64 @@ final class SystemMusicPlayerTests: XCTestCase {
         try GeneratedSongs.tones((0..<count).map { 300 + 100 * Double($0) }, frames: frames, into: directory).songs
     }
 
+    /// A play whose device never answers (a sound server that accepts and stays silent;
+    /// libpulse would wait 30 s) holds no one (issue #42: play, next and seek waited in one
+    /// queue): another client's `next` supersedes it after ~0.1 s and moves to the next song,
+    /// the stuck `play` is answered OK, playback is started again after the skip, `status` is
+    /// answered throughout, and `stop` gives the new start up too.
+    func testAStartStuckOpeningIsSupersededByAnotherClientsNext() throws {
+        let server = try SilentUnixServer(path: directory.appendingPathComponent("silent-pulse").path)
+        defer { server.close() }
+        let previousServer = ProcessInfo.processInfo.environment["PULSE_SERVER"]
+        setenv("PULSE_SERVER", "unix:\(server.path)", 1)
+        setenv("MUSICKIT_AUDIO_DEVICE", "pulseaudio", 1)  // libpulse, which the engine can give up
+        let daemon = client()
+        _ = try daemon.daemonProcessID()  // started with this environment
+        if let previousServer { setenv("PULSE_SERVER", previousServer, 1) } else { unsetenv("PULSE_SERVER") }
+        let mpdPath = SystemPlayerServer.mpdSocketURL(environment).path
+
+        let songs = try tones(2)
+        let control = try MPDSocket(path: mpdPath)
+        _ = control.greeting()
+        for song in songs {
+            XCTAssertEqual(control.exchange("add \"\(try XCTUnwrap(song.resource.string("filePath")))\"\n"), "OK\n")
+        }
+        let starter = try MPDSocket(path: mpdPath)
+        _ = starter.greeting()
+        let playAnswer = Mutex<String?>(nil)
+        let played = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let reply = starter.exchange("play\n")
+            playAnswer.withLock { $0 = reply }
+            played.signal()
+        }
+        XCTAssertTrue(server.waitForConnection(timeout: 10), "the daemon's start reached the silent server")
+        XCTAssertEqual(played.wait(timeout: .now() + 0.3), .timedOut, "the play waits for the device")
+        XCTAssertTrue(control.exchange("status\n").contains("state: stop\n"), "status answered while it waits")
+
+        let skipper = try MPDSocket(path: mpdPath)
+        _ = skipper.greeting()
+        let skipAnswer = Mutex<String?>(nil)
+        let skipped = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let reply = skipper.exchange("next\n")
+            skipAnswer.withLock { $0 = reply }
+            skipped.signal()
+        }
+        XCTAssertEqual(skipped.wait(timeout: .now() + 5), .success, "next answered long before libpulse's 30 s")
+        XCTAssertEqual(skipAnswer.withLock { $0 }, "OK\n")
+        XCTAssertEqual(played.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(playAnswer.withLock { $0 }, "OK\n", "the superseded play is answered as done")
+        XCTAssertTrue(control.exchange("status\n").contains("song: 1\n"), "on the second song")
+        // The first connection was the play's (nothing is prepared while the queue was empty
+        // at start-up and only added to since); the next is playback started again.
+        XCTAssertTrue(server.waitForConnection(beyond: 1, timeout: 5), "started again after the skip")
+
+        XCTAssertEqual(control.exchange("stop\n"), "OK\n")
+        XCTAssertTrue(control.exchange("status\n").contains("state: stop\n"))
+        XCTAssertEqual(control.exchange("ping\n"), "OK\n", "the daemon still answers")
+    }
+
     /// systemd's socket activation (Assets/systemd/musickitd.socket; issue #44: after `daemon
     /// stop`, MPD clients could not start the daemon): `systemd-socket-activate` holds both
     /// sockets as systemd would, mpc's first connection starts musickitd on them, and a daemon
@@ -784,7 +842,7 @@ final class SystemPlayerMPDTests: XCTestCase {
 
 /// A connection to the daemon's MPD socket, spoken by hand: lines out, the reply read until it
 /// is complete (`OK`, or an `ACK`, unless told otherwise).
-private final class MPDSocket {
+private final class MPDSocket: Sendable {
     private let socket: Int32
 
     init(path: String) throws { socket = try SystemPlayerWire.connect(to: path) }
