@@ -1,7 +1,8 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr / CPulse; MusicKit -> CSQLite / CSystemd / COpenSSL / CPNG.
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr / CPulse; MusicKit -> CSQLite / COpenSSL / CPNG;
+// musickitd -> MusicKitDaemon -> MusicKit, CSystemd.
 import PackageDescription
 
 let package = Package(
@@ -39,7 +40,7 @@ let package = Package(
         // `musickit next`, does not load it at start (~0.2 ms).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         // sd-bus's header, for MPRIS on the session bus (libsystemd-dev). Not linked: musickitd
-        // opens libsystemd.so.0 when it connects (Sources/MusicKit/System/SDBus.swift).
+        // opens libsystemd.so.0 when it connects (Sources/MusicKitDaemon/SDBus.swift).
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd"),
         // OpenSSL's headers, for signing developer tokens and for TLS (libssl-dev). Not linked:
         // libcrypto is opened when a token is first signed, libssl at the first HTTPS request
@@ -63,7 +64,14 @@ let package = Package(
         ),
         .target(
             name: "MusicKit",
-            dependencies: ["AudioEngine", "CSQLite", "CSystemd", "COpenSSL", "CPNG"]
+            dependencies: ["AudioEngine", "CSQLite", "COpenSSL", "CPNG"]
+        ),
+        // The system player's service, as musickitd runs it: its own protocol, MPD's and MPRIS
+        // (sd-bus) on one player. Not part of what apps link (Apple's system player is a
+        // service outside the app's framework too); SystemMusicPlayer, its client, is MusicKit's.
+        .target(
+            name: "MusicKitDaemon",
+            dependencies: ["MusicKit", "AudioEngine", "CSystemd"]
         ),
         // Work done at process start, before the Swift runtime starts: the transport commands'
         // request (`musickit next` as soon as `mpc next`, Sources/CEarlyRequest/EarlyRequest.c)
@@ -75,7 +83,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "musickitd",
-            dependencies: ["MusicKit"]
+            dependencies: ["MusicKitDaemon", "MusicKit"]
         ),
         // The talk's workout app for a terminal, written against MusicKit's public API only.
         .executableTarget(
@@ -106,7 +114,8 @@ let package = Package(
         ),
         .testTarget(
             name: "MusicKitTests",
-            dependencies: ["MusicKit", "musickit", "WorkoutApp", "AudioEngine", "AudioMeasurement", "AudioTestSupport"],
+            dependencies: ["MusicKit", "MusicKitDaemon", "musickit", "WorkoutApp", "AudioEngine", "AudioMeasurement",
+                           "AudioTestSupport"],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
         ),

@@ -176,7 +176,7 @@ enum DaemonCommand {
             // Where clients find it, running or not (MPD's clients: MPD_HOST=<the MPD socket>).
             let sockets = """
                   socket:     \(SystemMusicPlayer.socketURL().path)
-                  MPD socket: \(SystemPlayerServer.mpdSocketURL(.current).path)
+                  MPD socket: \(SystemPlayerWire.mpdSocketURL(.current).path)
                   log:        \(SystemMusicPlayer.daemonLogURL().path)
 
                 """

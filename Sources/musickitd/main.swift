@@ -4,6 +4,7 @@
 import Foundation
 import Glibc
 import MusicKit
+import MusicKitDaemon
 
 // First, before anything opens a descriptor of its own: close what the starting process left
 // open above standard error (a client's pipes among them; a daemon holding them would keep that

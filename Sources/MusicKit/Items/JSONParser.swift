@@ -1,17 +1,17 @@
 import Foundation
 
 /// A JSON syntax error: where (line and column) and what.
-struct JSONSyntaxError: Error, CustomStringConvertible {
-    let line: Int
-    let column: Int
-    let message: String
-    var description: String { "line \(line), column \(column): \(message)" }
+package struct JSONSyntaxError: Error, CustomStringConvertible {
+    package let line: Int
+    package let column: Int
+    package let message: String
+    package var description: String { "line \(line), column \(column): \(message)" }
 }
 
 extension JSONValue {
     /// Parses JSON text straight into a `JSONValue`. Much faster than `JSONDecoder` for this
     /// (which has to try each type in turn); used for catalog documents and stored resources.
-    static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: [UInt8](data))
         parser.skipWhitespace()
         let value = try parser.value()

@@ -2,7 +2,7 @@ import Foundation
 
 /// A JSON value as found in Apple Music API documents, kept as it came so that attributes
 /// this framework does not model survive a decode and encode.
-enum JSONValue: Codable, Hashable, Sendable {
+package enum JSONValue: Codable, Hashable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -10,7 +10,7 @@ enum JSONValue: Codable, Hashable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -29,7 +29,7 @@ enum JSONValue: Codable, Hashable, Sendable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -45,17 +45,17 @@ enum JSONValue: Codable, Hashable, Sendable {
         }
     }
 
-    var string: String? { if case .string(let value) = self { value } else { nil } }
-    var number: Double? { if case .number(let value) = self { value } else { nil } }
-    var int: Int? { number.flatMap { $0.isFinite ? Int(exactly: $0.rounded()) : nil } }
-    var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
-    var array: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
-    var object: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
+    package var string: String? { if case .string(let value) = self { value } else { nil } }
+    package var number: Double? { if case .number(let value) = self { value } else { nil } }
+    package var int: Int? { number.flatMap { $0.isFinite ? Int(exactly: $0.rounded()) : nil } }
+    package var bool: Bool? { if case .bool(let value) = self { value } else { nil } }
+    package var array: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
+    package var object: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
 
-    subscript(key: String) -> JSONValue? { object?[key] }
+    package subscript(key: String) -> JSONValue? { object?[key] }
 
     /// Compact JSON text (keys sorted, so equal values give equal text).
-    var serialized: String {
+    package var serialized: String {
         var output = ""
         write(into: &output)
         return output
@@ -127,13 +127,13 @@ func jsonPath(_ codingPath: [any CodingKey]) -> String {
 // Literals, for building messages (the system player's wire): `["op": "next", "args": [:]]`.
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral {
-    init(stringLiteral value: String) { self = .string(value) }
-    init(integerLiteral value: Int) { self = .number(Double(value)) }
-    init(floatLiteral value: Double) { self = .number(value) }
-    init(booleanLiteral value: Bool) { self = .bool(value) }
-    init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int) { self = .number(Double(value)) }
+    package init(floatLiteral value: Double) { self = .number(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
-    init(_ value: Int) { self = .number(Double(value)) }
+    package init(_ value: Int) { self = .number(Double(value)) }
 }

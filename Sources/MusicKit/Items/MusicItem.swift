@@ -116,7 +116,7 @@ extension _MusicResourceItem {
 }
 
 extension _MusicResourceReading {
-    var resource: ResourceObject { _resource.object }
+    package var resource: ResourceObject { _resource.object }
 }
 
 extension ResourceObject {
@@ -197,8 +197,8 @@ extension ResourceBackedItem {
 
 /// An Apple Music API resource object: `id`, `type`, `href`, `attributes`, `relationships`,
 /// `views` and `meta`, kept whole so that nothing is lost between a document and an item.
-struct ResourceObject: Codable, Hashable, Sendable {
-    var id: String
+package struct ResourceObject: Codable, Hashable, Sendable {
+    package var id: String
     var type: String
     var href: String?
     var attributes: [String: JSONValue]
@@ -266,7 +266,7 @@ struct ResourceObject: Codable, Hashable, Sendable {
 
     enum CodingKeys: String, CodingKey { case id, type, href, attributes, relationships, views, meta }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decodeIfPresent(MusicItemID.self, forKey: .id)?.rawValue ?? ""
         type = try container.decodeIfPresent(String.self, forKey: .type) ?? ""
@@ -277,7 +277,7 @@ struct ResourceObject: Codable, Hashable, Sendable {
         meta = try container.decodeIfPresent(JSONValue.self, forKey: .meta)
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(type, forKey: .type)
@@ -289,7 +289,7 @@ struct ResourceObject: Codable, Hashable, Sendable {
     }
 
     /// The resource as a JSON value (Apple Music API shape).
-    var jsonValue: JSONValue {
+    package var jsonValue: JSONValue {
         var object: [String: JSONValue] = ["id": .string(id), "type": .string(type)]
         object["href"] = href.map(JSONValue.string)
         if !attributes.isEmpty { object["attributes"] = .object(attributes) }
@@ -304,15 +304,15 @@ struct ResourceObject: Codable, Hashable, Sendable {
 
     // MARK: Attribute readers
 
-    func string(_ key: String) -> String? { attributes[key]?.string }
-    func int(_ key: String) -> Int? { attributes[key]?.int }
+    package func string(_ key: String) -> String? { attributes[key]?.string }
+    package func int(_ key: String) -> Int? { attributes[key]?.int }
     func bool(_ key: String) -> Bool? { attributes[key]?.bool }
-    func strings(_ key: String) -> [String]? { attributes[key]?.array?.compactMap(\.string) }
+    package func strings(_ key: String) -> [String]? { attributes[key]?.array?.compactMap(\.string) }
     func url(_ key: String) -> URL? { string(key).flatMap { URL(string: $0) } }
     func date(_ key: String) -> Date? { string(key).flatMap(ResourceObject.parseDate) }
 
     /// Milliseconds attribute as seconds.
-    func duration(_ key: String = "durationInMillis") -> TimeInterval? {
+    package func duration(_ key: String = "durationInMillis") -> TimeInterval? {
         attributes[key]?.number.map { $0 / 1_000 }
     }
 

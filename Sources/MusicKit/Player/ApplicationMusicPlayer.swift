@@ -117,7 +117,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             self.init(items: elements)
         }
 
-        override init(items: [any PlayableMusicItem], startingAt startIndex: Int? = nil) {
+        package override init(items: [any PlayableMusicItem], startingAt startIndex: Int? = nil) {
             super.init(items: items, startingAt: startIndex)
         }
 
@@ -152,7 +152,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     private let services: PlaybackServices
     /// Engine events are handled here, in order, off the engine's threads.
     private let eventQueue = DispatchQueue(label: "musickit.player.events")
-    let listeners = EventListeners<Event>()
+    package let listeners = EventListeners<Event>()
 
     private enum Intent { case stopped, playing, paused }
 
@@ -446,13 +446,13 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     }
 
     /// A start given up by `cancelOpeningStart()`.
-    enum GivenUpStart { case play, preparation }
+    package enum GivenUpStart { case play, preparation }
 
     /// Gives up a `play()` or `prepareToPlay()` whose first entry or device is still opening (it
     /// throws `CancellationError`; the time it was to start at is kept for the next start), and
     /// nothing else: a stream that is open plays on. Nil when no start was opening. For the
     /// system player's daemon, where a later client's request supersedes a stuck start.
-    func cancelOpeningStart() -> GivenUpStart? {
+    package func cancelOpeningStart() -> GivenUpStart? {
         let intent = control.withLock { $0.intent }
         guard engine.cancelOpening() else { return nil }
         return intent == .playing ? .play : .preparation
@@ -559,7 +559,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// `skipToNextEntry()` for a thread that may block (the system player's daemon serves each
     /// client on one): the engine is called on this thread at once — no hop to a task first —
     /// and the call returns when the next entry is heard (or as `skipToNextEntry()` returns).
-    func skipToNextEntryBlocking() {
+    package func skipToNextEntryBlocking() {
         guard let skip = nextEntrySkip() else { return }
         let id = UUID()
         let heard = DispatchSemaphore(value: 0)
@@ -749,7 +749,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// Whether playback stops at the end of each entry, paused at the start of the next one
     /// (`play()` goes on there), unless `state.repeatMode` is `.one`. Not Apple's: MPD's
     /// `single` with `repeat` off, for the system player's MPD clients.
-    var pausesAfterEachEntry: Bool {
+    package var pausesAfterEachEntry: Bool {
         get { control.withLock { $0.pausesAfterEachEntry } }
         set {
             let changed = control.withLock { control in

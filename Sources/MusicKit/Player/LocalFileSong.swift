@@ -42,7 +42,7 @@ extension Song {
     /// not followed) and no trailing slash. Written out because Foundation's standardization
     /// costs its first call ~0.25 ms (type metadata it looks up by mangled name), which
     /// `musickit play FILE` paid before its first sound.
-    static func standardizedPath(_ path: String) -> String {
+    package static func standardizedPath(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var components: [Substring] = []
         for component in absolute.split(separator: "/", omittingEmptySubsequences: true) {

@@ -72,7 +72,7 @@ extension MusicPlayer {
             self.init(items: elements)
         }
 
-        init(items: [any PlayableMusicItem], startingAt startIndex: Int? = nil) {
+        package init(items: [any PlayableMusicItem], startingAt startIndex: Int? = nil) {
             (_contents, currentID) = Queue.contents(for: items, startingAt: startIndex)
         }
 
@@ -93,7 +93,7 @@ extension MusicPlayer {
         }
 
         /// The entries and the current entry's ID, for the player's threads (not observed).
-        var snapshot: (contents: QueueContents, currentID: String?) { lock.withLock { (_contents, currentID) } }
+        package var snapshot: (contents: QueueContents, currentID: String?) { lock.withLock { (_contents, currentID) } }
 
         /// What changed through the queue's API (the player follows it).
         enum Change {
@@ -105,7 +105,7 @@ extension MusicPlayer {
 
         /// Replaces the entries. When the current entry is gone, the entry that took its place
         /// (or the last) becomes current.
-        func replaceContents(_ contents: QueueContents) {
+        package func replaceContents(_ contents: QueueContents) {
             var currentMoved = false
             registrar.withMutation(of: self, keyPath: \.contents) {
                 let (old, current) = lock.withLock { (_contents, currentID) }
@@ -149,10 +149,10 @@ extension MusicPlayer {
             }
         }
 
-        var currentEntryID: String? { lock.withLock { currentID } }
+        package var currentEntryID: String? { lock.withLock { currentID } }
 
         /// Moves the current entry (the player calls this when an entry is heard).
-        func setCurrentEntryID(_ id: String?) {
+        package func setCurrentEntryID(_ id: String?) {
             guard lock.withLock({ currentID }) != id else { return }
             registrar.withMutation(of: self, keyPath: \.currentEntry) {
                 lock.withLock { currentID = id }
@@ -188,7 +188,7 @@ extension MusicPlayer {
         }
 
         /// Inserts items of different types, in order, in one change (MPD's `findadd` and `load`).
-        func insert(items: [any PlayableMusicItem], position: EntryInsertionPosition) {
+        package func insert(items: [any PlayableMusicItem], position: EntryInsertionPosition) {
             insert(items.map { QueueContents.part(for: $0) }, position: position)
         }
 
@@ -220,7 +220,7 @@ extension MusicPlayer {
 
             /// Unique within the player.
             public let id: String
-            let resource: ResourceObject
+            package let resource: ResourceObject
             public let startTime: TimeInterval?
             public let endTime: TimeInterval?
             /// True for an entry made by `init(_:startTime:endTime:)` that no queue holds yet.
@@ -230,7 +230,7 @@ extension MusicPlayer {
             /// Why the entry cannot play though it holds a place in the queue (its page of an
             /// album or a playlist could not be loaded).
             let unavailableReason: String?
-            let serial: UInt64
+            package let serial: UInt64
 
             private static let nextSerial = Atomic<UInt64>(1)
 
@@ -327,7 +327,7 @@ extension MusicPlayer {
 /// and its `Entries` values share one until one of them changes).
 ///
 /// Thread safety: any thread (a lock guards the segments; the player's decoder thread reads it).
-final class QueueContents: @unchecked Sendable {
+package final class QueueContents: @unchecked Sendable {
     enum Segment {
         case entries([MusicPlayer.Queue.Entry])
         case lazy(ContainerTracks, Range<Int>)
@@ -375,7 +375,7 @@ final class QueueContents: @unchecked Sendable {
     /// The segments as they are (the system player sends and keeps a queue this way).
     var segmentsForWire: [Segment] { lock.withLock { segments } }
 
-    var count: Int { lock.withLock { segments.reduce(0) { $0 + $1.count } } }
+    package var count: Int { lock.withLock { segments.reduce(0) { $0 + $1.count } } }
 
     /// Entries made so far (the rest are lazy).
     var loadedEntryCount: Int {
@@ -410,7 +410,7 @@ final class QueueContents: @unchecked Sendable {
     }
 
     /// The entry at `index`, loading its page when it is in a lazy range.
-    func entry(at index: Int) -> MusicPlayer.Queue.Entry? {
+    package func entry(at index: Int) -> MusicPlayer.Queue.Entry? {
         guard index >= 0 else { return nil }
         return lock.withLock {
             let pageStart = index - index % QueueContents.pageSize
@@ -420,7 +420,7 @@ final class QueueContents: @unchecked Sendable {
     }
 
     /// The entries in `range` (loading what is lazy there in one go).
-    func entries(in range: Range<Int>) -> [MusicPlayer.Queue.Entry] {
+    package func entries(in range: Range<Int>) -> [MusicPlayer.Queue.Entry] {
         lock.withLock {
             loadLocked(range)
             var result: [MusicPlayer.Queue.Entry] = []
@@ -494,7 +494,7 @@ final class QueueContents: @unchecked Sendable {
     }
 
     /// The index of the entry with `id`, among the entries made so far.
-    func index(ofEntryID id: String) -> Int? {
+    package func index(ofEntryID id: String) -> Int? {
         lock.withLock {
             var offset = 0
             for segment in segments {
@@ -582,7 +582,7 @@ final class QueueContents: @unchecked Sendable {
 
 extension MusicPlayer.Queue.Entry {
     /// The duration of the entry's song or music video, when known.
-    var itemDuration: TimeInterval? {
+    package var itemDuration: TimeInterval? {
         switch item {
         case .song(let song)?: song.duration
         case .musicVideo(let video)?: video.duration

@@ -31,7 +31,7 @@ public enum MusicCatalogError: Error, CustomStringConvertible, Sendable, Equatab
 ///
 /// Thread safety: any thread; the store is behind a mutex (queries take microseconds to
 /// milliseconds).
-final class MusicCatalogService: Sendable {
+package final class MusicCatalogService: Sendable {
     let environment: MusicKitEnvironment
     private let store: Mutex<CatalogStore>
     /// Why the database was rebuilt when this service opened it (nil when it was current).
@@ -46,7 +46,7 @@ final class MusicCatalogService: Sendable {
     private static let services = Mutex<[URL: MusicCatalogService]>([:])
 
     /// The service for `MusicKitEnvironment.current`.
-    static func current() async throws -> MusicCatalogService {
+    package static func current() async throws -> MusicCatalogService {
         try open(MusicKitEnvironment.current)
     }
 
@@ -104,7 +104,7 @@ final class MusicCatalogService: Sendable {
     }
 
     /// The account requests answer for (its storefront replaced inside `MusicCatalogIndex.withStorefront`).
-    var account: MusicAccountSettings { MusicCatalogService.account(environment) }
+    package var account: MusicAccountSettings { MusicCatalogService.account(environment) }
 
     static func account(_ environment: MusicKitEnvironment) -> MusicAccountSettings {
         var account = AccountStore.load(environment).account
@@ -167,7 +167,7 @@ final class MusicCatalogService: Sendable {
             .filter { allows($0, account) }
     }
 
-    func allResources(type: String, account: MusicAccountSettings, limit: Int, offset: Int) throws -> (items: [ResourceObject], total: Int) {
+    package func allResources(type: String, account: MusicAccountSettings, limit: Int, offset: Int) throws -> (items: [ResourceObject], total: Int) {
         try withStore { try $0.resources(type: type, storefront: account.storefront, limit: limit, offset: offset) }
     }
 

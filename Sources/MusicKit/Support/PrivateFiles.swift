@@ -7,7 +7,7 @@ import Glibc
 /// folder (never through a symlink), syncing it and renaming it over the old one, so a crash
 /// leaves the old file or the new one, never half of one; temporaries of processes that are
 /// gone are removed.
-enum PrivateFiles {
+package enum PrivateFiles {
     /// A file operation that failed, with the path and the system's reason.
     struct Failure: Error, CustomStringConvertible {
         let operation: String
@@ -19,7 +19,7 @@ enum PrivateFiles {
 
     /// Creates `directory` and any missing parents, and makes `directory` itself 0700.
     /// A symlink in its place is refused.
-    static func ensureDirectory(_ directory: URL) throws {
+    package static func ensureDirectory(_ directory: URL) throws {
         var missing: [String] = []
         var path = directory.standardizedFileURL.path
         while !path.isEmpty && path != "/" {
@@ -86,7 +86,7 @@ enum PrivateFiles {
     }
 
     /// Replaces `url` with `data`: exclusive temporary, write, fsync, rename, fsync the folder.
-    static func writeAtomically(_ data: Data, to url: URL) throws {
+    package static func writeAtomically(_ data: Data, to url: URL) throws {
         try replace(url) { descriptor in
             try data.withUnsafeBytes { try writeAll($0, to: descriptor, path: url.path) }
         }

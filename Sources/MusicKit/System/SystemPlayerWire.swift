@@ -7,23 +7,29 @@ import Glibc
 // `SystemPlayerServer` (in musickitd).
 
 /// A framing or transport failure on the system player's socket.
-struct SystemPlayerWireError: Error, CustomStringConvertible {
-    let description: String
+package struct SystemPlayerWireError: Error, CustomStringConvertible {
+    package let description: String
+    package init(description: String) { self.description = description }
 }
 
 package enum SystemPlayerWire {
     /// The protocol version; a peer speaking another one is answered with an error.
-    static let version = 1
+    package static let version = 1
     /// Messages longer than this are refused (the connection is dropped).
     static let maximumMessageBytes = 4 << 20
 
     /// The socket's path in `runtimeDirectory`.
-    static func socketURL(_ environment: MusicKitEnvironment) -> URL {
+    package static func socketURL(_ environment: MusicKitEnvironment) -> URL {
         environment.runtimeDirectory.appendingPathComponent("player.sock")
     }
 
+    /// The daemon's MPD protocol socket beside it (`MPD_HOST=<this path> mpc status`).
+    package static func mpdSocketURL(_ environment: MusicKitEnvironment) -> URL {
+        environment.runtimeDirectory.appendingPathComponent("mpd.sock")
+    }
+
     /// The file the daemon locks while it runs (one daemon per runtime directory).
-    static func lockURL(_ environment: MusicKitEnvironment) -> URL {
+    package static func lockURL(_ environment: MusicKitEnvironment) -> URL {
         environment.runtimeDirectory.appendingPathComponent("musickitd.lock")
     }
 
@@ -58,7 +64,7 @@ package enum SystemPlayerWire {
     }
 
     /// A listening socket at `path` (0600; a socket file left there is replaced).
-    static func listen(at path: String) throws -> Int32 {
+    package static func listen(at path: String) throws -> Int32 {
         unlink(path)
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = try address(path)
@@ -82,7 +88,7 @@ package enum SystemPlayerWire {
     /// The listening sockets systemd handed over (socket activation: `LISTEN_PID` is this
     /// process, `LISTEN_FDS` descriptors from 3 on), by the path each is bound to. Taken once:
     /// the variables are removed, so that no child takes them too. Empty when not activated.
-    static func activatedListeners() -> [String: Int32] {
+    package static func activatedListeners() -> [String: Int32] {
         let count = activatedDescriptorCount()
         for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) }
         var listeners: [String: Int32] = [:]
@@ -101,7 +107,7 @@ package enum SystemPlayerWire {
     }
 
     /// A TCP socket listening on 127.0.0.1:`port` (only this machine can connect).
-    static func listenOnLoopback(port: UInt16) throws -> Int32 {
+    package static func listenOnLoopback(port: UInt16) throws -> Int32 {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var reuse: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
@@ -121,7 +127,7 @@ package enum SystemPlayerWire {
     }
 
     /// Whether the peer of an accepted connection runs as this process's user (`SO_PEERCRED`).
-    static func peerIsThisUser(_ descriptor: Int32) -> Bool {
+    package static func peerIsThisUser(_ descriptor: Int32) -> Bool {
         var credentials = PeerCredentials()
         var length = socklen_t(MemoryLayout<PeerCredentials>.size)
         guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
@@ -130,7 +136,7 @@ package enum SystemPlayerWire {
 
     /// A message: a JSON object, built and read with `JSONValue` (written and parsed by hand:
     /// JSONSerialization's `Any` casts cost a short-lived client, `musickit next`, over a millisecond).
-    typealias Message = [String: JSONValue]
+    package typealias Message = [String: JSONValue]
 
     /// Writes one framed message.
     static func send(_ object: Message, on descriptor: Int32) throws {
@@ -139,7 +145,7 @@ package enum SystemPlayerWire {
 
     /// `object` with the version, as it goes on the wire: its length (4 bytes, big-endian), then
     /// the JSON (keys sorted).
-    static func frame(_ object: Message) throws -> [UInt8] {
+    package static func frame(_ object: Message) throws -> [UInt8] {
         var message = object
         message["v"] = JSONValue(version)
         var frame = [UInt8](repeating: 0, count: 4)
@@ -154,7 +160,7 @@ package enum SystemPlayerWire {
     }
 
     /// Writes all of `bytes` (partial writes, EINTR), without SIGPIPE when the peer is gone.
-    static func sendAll(_ bytes: UnsafeRawBufferPointer, on descriptor: Int32) throws {
+    package static func sendAll(_ bytes: UnsafeRawBufferPointer, on descriptor: Int32) throws {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
@@ -169,7 +175,7 @@ package enum SystemPlayerWire {
     /// Writes all of `bytes` if the socket takes them at once; false when it would have to wait
     /// (the peer is not reading: what went out may be part of a frame, so the caller drops the
     /// peer) or the peer is gone.
-    static func sendWithoutWaiting(_ bytes: UnsafeRawBufferPointer, on descriptor: Int32) -> Bool {
+    package static func sendWithoutWaiting(_ bytes: UnsafeRawBufferPointer, on descriptor: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
@@ -184,7 +190,7 @@ package enum SystemPlayerWire {
 
     /// Reads one framed message; nil at the end of the stream (the peer closed between
     /// messages). A truncated, oversized or malformed message, or another version, throws.
-    static func receive(on descriptor: Int32) throws -> Message? {
+    package static func receive(on descriptor: Int32) throws -> Message? {
         var header = [UInt8](repeating: 0, count: 4)
         guard try readFully(descriptor, &header, allowEnd: true) else { return nil }
         let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
@@ -233,7 +239,7 @@ extension SystemPlayerWire {
     /// A queue's contents as parts: made entries (resource, start and end times) and the lazy
     /// ranges of albums and playlists (container and range), so that a long playlist travels
     /// as one container, not as its tracks.
-    static func parts(of contents: QueueContents) -> JSONValue {
+    package static func parts(of contents: QueueContents) -> JSONValue {
         .array(contents.segmentsForWire.map { segment -> JSONValue in
             switch segment {
             case .entries(let entries):
@@ -258,7 +264,7 @@ extension SystemPlayerWire {
     }
 
     /// Contents from parts; a part that is not well formed throws, naming it.
-    static func contents(from parts: JSONValue?) throws -> QueueContents {
+    package static func contents(from parts: JSONValue?) throws -> QueueContents {
         var made: [QueueContents.Part] = []
         for (index, part) in (parts?.array ?? []).enumerated() {
             if let entries = part["entries"]?.array {
@@ -287,4 +293,36 @@ private struct PeerCredentials {
     var pid: pid_t = 0
     var uid: uid_t = 0
     var gid: gid_t = 0
+}
+
+extension SystemPlayerWire {
+    package static func name(of status: MusicPlayer.PlaybackStatus) -> String {
+        switch status {
+        case .interrupted: "interrupted"
+        case .paused: "paused"
+        case .playing: "playing"
+        case .seekingBackward: "seekingBackward"
+        case .seekingForward: "seekingForward"
+        case .stopped: "stopped"
+        }
+    }
+
+    package static func status(_ name: String) -> MusicPlayer.PlaybackStatus {
+        switch name {
+        case "interrupted": .interrupted
+        case "paused": .paused
+        case "playing": .playing
+        case "seekingBackward": .seekingBackward
+        case "seekingForward": .seekingForward
+        default: .stopped
+        }
+    }
+
+    package static func name(of mode: MusicPlayer.RepeatMode) -> String {
+        switch mode { case .all: "all"; case .none: "none"; case .one: "one" }
+    }
+
+    package static func repeatMode(_ name: String) -> MusicPlayer.RepeatMode {
+        switch name { case "all": .all; case "one": .one; default: .none }
+    }
 }

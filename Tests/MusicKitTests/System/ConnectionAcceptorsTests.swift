@@ -2,6 +2,7 @@ import AudioTestSupport
 import Foundation
 import Glibc
 @testable import MusicKit
+@testable import MusicKitDaemon
 import Synchronization
 import XCTest
 

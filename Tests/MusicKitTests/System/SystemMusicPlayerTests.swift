@@ -4,6 +4,7 @@ import AudioTestSupport
 import Foundation
 import Glibc
 @testable import MusicKit
+@testable import MusicKitDaemon
 import Observation
 import Synchronization
 import XCTest
@@ -53,7 +54,7 @@ final class SystemMusicPlayerTests: XCTestCase {
         let daemon = client()
         _ = try daemon.daemonProcessID()  // started with this environment
         if let previousServer { setenv("PULSE_SERVER", previousServer, 1) } else { unsetenv("PULSE_SERVER") }
-        let mpdPath = SystemPlayerServer.mpdSocketURL(environment).path
+        let mpdPath = SystemPlayerWire.mpdSocketURL(environment).path
 
         let songs = try tones(2)
         let control = try MPDSocket(path: mpdPath)
@@ -110,7 +111,7 @@ final class SystemMusicPlayerTests: XCTestCase {
         let daemon = try XCTUnwrap(SystemPlayerDaemon.executable(), "musickitd beside the tests")
         try PrivateFiles.ensureDirectory(environment.runtimeDirectory)
         let playerSocket = SystemPlayerWire.socketURL(environment).path
-        let mpdSocket = SystemPlayerServer.mpdSocketURL(environment).path
+        let mpdSocket = SystemPlayerWire.mpdSocketURL(environment).path
         var variables = ProcessInfo.processInfo.environment
         variables["MUSICKIT_CONFIG_DIR"] = environment.configDirectory.path
         variables["MUSICKIT_DATA_DIR"] = environment.dataDirectory.path
@@ -427,7 +428,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     /// Runs mpc against the daemon's MPD socket; its exit code and output.
     @discardableResult
     private func mpc(_ arguments: String..., whileRunning: (() throws -> Void)? = nil) throws -> (code: Int32, out: String) {
-        try runTool("/usr/bin/mpc", arguments, environment: ["MPD_HOST": SystemPlayerServer.mpdSocketURL(environment).path],
+        try runTool("/usr/bin/mpc", arguments, environment: ["MPD_HOST": SystemPlayerWire.mpdSocketURL(environment).path],
                     whileRunning: whileRunning)
     }
 
@@ -485,7 +486,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(mkfifo(fifo, 0o600), 0)
         let text = directory.appendingPathComponent("notes.flac")
         try Data("not audio\n".utf8).write(to: text)
-        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         for uri in ["/etc/passwd", "/dev/zero", fifo, directory.path, "file://" + text.path, "relative.flac"] {
             XCTAssertEqual(mpd.exchange("add \"\(uri)\"\n"), "ACK [50@0] {add} No such song\n", uri)
@@ -536,7 +537,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         let songs = try GeneratedSongs.tones([440, 550], frames: 176_400, into: directory).songs
         for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
         XCTAssertEqual(try mpc("play").code, 0)
-        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         for time in ["inf", "-inf", "nan", "1e999"] {
             XCTAssertEqual(mpd.exchange("seekcur \(time)\n"), "ACK [2@0] {seekcur} Number expected\n", time)
@@ -580,7 +581,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     /// alone reserves no 4 MiB; 1,000 `add`s rewrite the state file a few times, not 1,000
     /// (it was 2.56 GB for 3,000). Another client is answered throughout.
     func testAFloodingClientMeetsDocumentedLimitsAndOthersAreStillAnswered() throws {
-        let mpdPath = SystemPlayerServer.mpdSocketURL(environment).path
+        let mpdPath = SystemPlayerWire.mpdSocketURL(environment).path
         let daemon = try SystemMusicPlayer(environment: environment).daemonProcessID()
         func daemonFigure(_ file: String, _ key: String) throws -> Int {
             let text = try String(contentsOfFile: "/proc/\(daemon)/\(file)", encoding: .utf8)
@@ -659,7 +660,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     /// `noidle` outside `idle` is ignored.
     func testIdleAnswersChangesMadeBetweenCommandsAndNoidleAloneIsIgnored() throws {
         let path = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 4_410, into: directory).songs.first?.resource.string("filePath"))
-        let client = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let client = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(client.greeting().hasPrefix("OK MPD"), "the greeting")
         XCTAssertTrue(client.exchange("status\n").hasSuffix("OK\n"))
         XCTAssertEqual(try mpc("add", path).code, 0, "another client changes the playlist")
@@ -676,7 +677,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     /// while playing through libpulse); `tagtypes` lists the tags songs are described with.
     func testOutputsNamesTheDeviceAndTagtypesTheTagsSongsCarry() throws {
         let device = try AudioTestEnvironment.requirePulse()
-        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         let outputs = mpd.exchange("outputs\n")
         XCTAssertTrue(outputs.contains("outputname: \(device)\n"), outputs)
@@ -707,7 +708,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     func testSingleAndRepeatAreIndependentAndSingleAlonePausesAfterTheSong() throws {
         let songs = try GeneratedSongs.tones([440, 550, 660], frames: 22_050, into: directory).songs
         for song in songs { XCTAssertEqual(try mpc("add", try XCTUnwrap(song.resource.string("filePath"))).code, 0) }
-        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         func modes() -> String {
             mpd.exchange("status\n").split(separator: "\n").filter { $0.hasPrefix("repeat:") || $0.hasPrefix("single:") }.joined(separator: " ")
@@ -737,7 +738,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         let player = SystemMusicPlayer(environment: environment)
         try player.stopDaemon()
         _ = try player.daemonProcessID()
-        let again = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let again = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(again.greeting().hasPrefix("OK MPD"))
         let restored = again.exchange("status\n")
         XCTAssertTrue(restored.contains("repeat: 0\n") && restored.contains("single: 1\n"), restored)
@@ -766,7 +767,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         _ = try MusicLibraryScanner.scan()
         let root = music.standardizedFileURL.path
 
-        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), "the greeting")
         func files(_ reply: String) -> [String] {
             reply.split(separator: "\n").filter { $0.hasPrefix("file: ") }.map { String($0.dropFirst(6).split(separator: "/").last!) }
@@ -820,7 +821,7 @@ final class SystemPlayerMPDTests: XCTestCase {
 
     /// MPD's own framing, spoken by hand: the greeting, command lists, and ACK for the rest.
     func testTheProtocolGreetsListsAndAcknowledgesErrorsAsMPDDoes() throws {
-        let mpd = try MPDSocket(path: SystemPlayerServer.mpdSocketURL(environment).path)
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD 0.23"), "the greeting")
         XCTAssertEqual(mpd.exchange("ping\n"), "OK\n")
         XCTAssertEqual(mpd.exchange("command_list_ok_begin\nping\nrepeat 1\ncommand_list_end\n"), "list_OK\nlist_OK\nOK\n")

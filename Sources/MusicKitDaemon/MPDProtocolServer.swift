@@ -1,4 +1,5 @@
 import AudioEngine
+import MusicKit
 import Foundation
 import Glibc
 import Synchronization

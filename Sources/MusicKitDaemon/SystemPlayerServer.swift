@@ -1,4 +1,5 @@
 import AudioEngine
+import MusicKit
 import Foundation
 import Glibc
 import Synchronization
@@ -100,7 +101,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         guard lockDescriptor >= 0 else { throw SystemPlayerWireError(description: "lock: \(String(cString: strerror(errno)))") }
         guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
         let path = SystemPlayerWire.socketURL(environment).path
-        let mpdPath = SystemPlayerServer.mpdSocketURL(environment).path
+        let mpdPath = SystemPlayerWire.mpdSocketURL(environment).path
         // Sockets systemd listens on (Assets/systemd/musickitd.socket) are taken as they are;
         // otherwise made here, replacing one left by a daemon that died (the lock says none runs).
         let activated = SystemPlayerWire.activatedListeners()
@@ -146,11 +147,6 @@ package final class SystemPlayerServer: @unchecked Sendable {
             self?.log("accept: \(String(cString: strerror(error)))")
         }).acceptOnThisThread()
         return true
-    }
-
-    /// The MPD protocol's socket (`MPD_HOST=<this path> mpc status`).
-    package static func mpdSocketURL(_ environment: MusicKitEnvironment) -> URL {
-        environment.runtimeDirectory.appendingPathComponent("mpd.sock")
     }
 
     private func log(_ text: String) { Self.log(text) }
@@ -464,7 +460,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         if !socketsAreSystemd {
             // systemd's stay: the next client's connection starts the daemon again.
             unlink(SystemPlayerWire.socketURL(environment).path)
-            unlink(SystemPlayerServer.mpdSocketURL(environment).path)
+            unlink(SystemPlayerWire.mpdSocketURL(environment).path)
         }
         log("musickitd \(getpid()) stopped")
         exit(0)
@@ -549,37 +545,5 @@ extension SystemPlayerServer {
         guard let resolved = Glibc.realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)
-    }
-}
-
-extension SystemPlayerWire {
-    static func name(of status: MusicPlayer.PlaybackStatus) -> String {
-        switch status {
-        case .interrupted: "interrupted"
-        case .paused: "paused"
-        case .playing: "playing"
-        case .seekingBackward: "seekingBackward"
-        case .seekingForward: "seekingForward"
-        case .stopped: "stopped"
-        }
-    }
-
-    static func status(_ name: String) -> MusicPlayer.PlaybackStatus {
-        switch name {
-        case "interrupted": .interrupted
-        case "paused": .paused
-        case "playing": .playing
-        case "seekingBackward": .seekingBackward
-        case "seekingForward": .seekingForward
-        default: .stopped
-        }
-    }
-
-    static func name(of mode: MusicPlayer.RepeatMode) -> String {
-        switch mode { case .all: "all"; case .none: "none"; case .one: "one" }
-    }
-
-    static func repeatMode(_ name: String) -> MusicPlayer.RepeatMode {
-        switch name { case "all": .all; case "one": .one; default: .none }
     }
 }

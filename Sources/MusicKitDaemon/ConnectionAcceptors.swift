@@ -1,4 +1,5 @@
 import AudioEngine
+import MusicKit
 import Glibc
 import Synchronization
 
