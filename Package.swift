@@ -2,7 +2,7 @@
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
 // musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr / CPulse; MusicKit -> CSQLite / COpenSSL / CPNG;
-// musickitd -> MusicKitDaemon -> MusicKit, CSystemd.
+// musickitd -> MusicKitDaemon -> MusicKit, CSystemd; musickit -> MusicKitTerminal -> MusicKit.
 import PackageDescription
 
 let package = Package(
@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "MusicKit", targets: ["MusicKit"]),
+        .library(name: "MusicKitTerminal", targets: ["MusicKitTerminal"]),
         .executable(name: "musickit", targets: ["musickit"]),
         .executable(name: "musickitd", targets: ["musickitd"]),
         .executable(name: "musickit-bench", targets: ["Benchmarks"]),
@@ -66,6 +67,14 @@ let package = Package(
             name: "MusicKit",
             dependencies: ["AudioEngine", "CSQLite", "COpenSSL", "CPNG"]
         ),
+        // MusicKit's screens for a terminal: the music picker, the subscription offer, artwork
+        // drawn as text (libchafa) and the full-screen terminal they draw on. What SwiftUI is to
+        // MusicKit on Apple's platforms, and like it a module of its own: an app that shows
+        // nothing on a terminal gets no terminal code and no signal handlers.
+        .target(
+            name: "MusicKitTerminal",
+            dependencies: ["MusicKit", "AudioEngine"]
+        ),
         // The system player's service, as musickitd runs it: its own protocol, MPD's and MPRIS
         // (sd-bus) on one player. Not part of what apps link (Apple's system player is a
         // service outside the app's framework too); SystemMusicPlayer, its client, is MusicKit's.
@@ -79,7 +88,7 @@ let package = Package(
         .target(name: "CEarlyRequest"),
         .executableTarget(
             name: "musickit",
-            dependencies: ["MusicKit", "AudioEngine", "CEarlyRequest"]
+            dependencies: ["MusicKit", "MusicKitTerminal", "AudioEngine", "CEarlyRequest"]
         ),
         .executableTarget(
             name: "musickitd",
@@ -88,7 +97,7 @@ let package = Package(
         // The talk's workout app for a terminal, written against MusicKit's public API only.
         .executableTarget(
             name: "WorkoutApp",
-            dependencies: ["MusicKit"],
+            dependencies: ["MusicKit", "MusicKitTerminal"],
             path: "Examples/WorkoutApp"
         ),
         .executableTarget(
@@ -114,14 +123,15 @@ let package = Package(
         ),
         .testTarget(
             name: "MusicKitTests",
-            dependencies: ["MusicKit", "MusicKitDaemon", "musickit", "WorkoutApp", "AudioEngine", "AudioMeasurement",
-                           "AudioTestSupport"],
+            dependencies: ["MusicKit", "MusicKitDaemon", "MusicKitTerminal", "musickit", "WorkoutApp", "AudioEngine",
+                           "AudioMeasurement", "AudioTestSupport"],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "musickitTests",
-            dependencies: ["musickit", "CEarlyRequest", "MusicKit", "AudioEngine", "AudioMeasurement", "AudioTestSupport"]
+            dependencies: ["musickit", "CEarlyRequest", "MusicKit", "MusicKitTerminal", "AudioEngine", "AudioMeasurement",
+                           "AudioTestSupport"]
         ),
     ]
 )

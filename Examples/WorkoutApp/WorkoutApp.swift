@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MusicKit
+import MusicKitTerminal
 
 // musickit-workout: the workout app of the talk "Meet MusicKit", for a terminal. It is written
 // against MusicKit's public API only: authorization at start, the subscription check and offer,

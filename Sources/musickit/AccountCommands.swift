@@ -1,6 +1,7 @@
 import AudioEngine
 import Foundation
 import MusicKit
+import MusicKitTerminal
 
 /// The app identity the CLI asks authorization under.
 let cliApplicationIdentifier = "musickit"

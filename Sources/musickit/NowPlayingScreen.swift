@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MusicKit
+import MusicKitTerminal
 import Synchronization
 
 /// `musickit play`'s full-screen view on a terminal: the current entry (artwork, title, artist,

@@ -1,6 +1,7 @@
 import AudioEngine
 import Foundation
 import MusicKit
+import MusicKitTerminal
 
 /// `musickit pick`: the music picker (MusicPicker), the chosen items' IDs on standard output.
 enum PickCommand {

@@ -2,6 +2,7 @@ import AudioEngine
 import CEarlyRequest
 import Foundation
 import MusicKit
+import MusicKitTerminal
 import Synchronization
 
 /// `musickit play`: files, catalog and library items or a search term, through

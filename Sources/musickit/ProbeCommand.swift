@@ -1,6 +1,7 @@
 import AudioEngine
 import Foundation
 import MusicKit
+import MusicKitTerminal
 
 /// `musickit probe`: what an audio file is and whether it plays, decoded to the end exactly as
 /// the player would (the same decoder and rate conversion), without a device. The decoder

@@ -1,5 +1,6 @@
 import Foundation
 import MusicKit
+import MusicKitTerminal
 
 /// Plain-text columns for people: each column as wide as its widest cell (up to a limit).
 func table(_ header: [String], _ rows: [[String]], maximumWidth: Int = 44) -> String {

@@ -2,6 +2,7 @@ import CEarlyRequest
 import Foundation
 import Glibc
 import MusicKit
+import MusicKitTerminal
 
 // The system player from the command line: `musickit status|pause|next|previous|seek|queue`
 // talk to musickitd through SystemMusicPlayer (starting it when none runs); `musickit daemon`

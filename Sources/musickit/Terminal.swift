@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MusicKit
+import MusicKitTerminal
 import Synchronization
 
 /// Exit codes of every command; listed in `musickit --help`.

@@ -1,6 +1,7 @@
 import AudioEngine
 import Foundation
 @testable import MusicKit
+@testable import MusicKitTerminal
 import XCTest
 
 /// The talk's subscription code (WWDC 2026 session 254, 4:47 and 5:59), without SwiftUI: it

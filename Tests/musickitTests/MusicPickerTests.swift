@@ -3,6 +3,7 @@ import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import MusicKit
+import MusicKitTerminal
 import XCTest
 
 /// The music picker as a person uses it, through `musickit pick` in a real terminal (tmux):

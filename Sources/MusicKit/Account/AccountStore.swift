@@ -125,20 +125,20 @@ struct SettingsFile<Value: Codable & Equatable & Sendable>: Sendable {
 }
 
 /// The account of the current environment.
-enum AccountStore {
+package enum AccountStore {
     static func file(_ environment: MusicKitEnvironment = .current) -> SettingsFile<MusicAccountSettings> {
         SettingsFile(url: environment.configDirectory.appendingPathComponent("account.json"))
     }
 
     /// The account, or defaults when none was saved (an unreadable file is moved aside and reported).
-    static func load(_ environment: MusicKitEnvironment = .current) -> (account: MusicAccountSettings, problem: SettingsFileError?) {
+    package static func load(_ environment: MusicKitEnvironment = .current) -> (account: MusicAccountSettings, problem: SettingsFileError?) {
         var problem: SettingsFileError?
         let account = file(environment).read(fallback: MusicAccountSettings(), problem: &problem)
         return (account, problem)
     }
 
     @discardableResult
-    static func update(_ environment: MusicKitEnvironment = .current, _ change: (inout MusicAccountSettings) throws -> Void) throws -> MusicAccountSettings {
+    package static func update(_ environment: MusicKitEnvironment = .current, _ change: (inout MusicAccountSettings) throws -> Void) throws -> MusicAccountSettings {
         try file(environment).update(fallback: MusicAccountSettings()) { account in
             try change(&account)
             account.revision += 1

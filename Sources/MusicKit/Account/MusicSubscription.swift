@@ -10,7 +10,7 @@ public struct MusicSubscription: Equatable, Hashable, Sendable, CustomStringConv
     /// iCloud Music Library is on.
     public let hasCloudLibraryEnabled: Bool
 
-    init(account: MusicAccountSettings) {
+    package init(account: MusicAccountSettings) {
         canPlayCatalogContent = account.isSubscribed
         canBecomeSubscriber = !account.isSubscribed
         hasCloudLibraryEnabled = account.hasCloudLibraryEnabled

@@ -1,3 +1,4 @@
+import MusicKit
 import Foundation
 import Glibc
 import Synchronization

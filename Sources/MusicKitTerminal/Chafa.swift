@@ -1,3 +1,4 @@
+import MusicKit
 import AudioEngine
 import Foundation
 

@@ -1,11 +1,13 @@
+import MusicKit
 import Foundation
 import Glibc
 
 /// A full-screen view on a terminal: the alternate screen with the cursor hidden and, when
 /// `input` is a terminal, keys read one by one unechoed; everything put back when it is left,
 /// when the process exits and when it crashes (the fatal signals' handlers write the restoring
-/// sequence with async-signal-safe calls and die of the signal again). The screens of MusicKit
-/// (the music picker) and of the CLI (now playing) draw through it. One at a time per process.
+/// sequence with async-signal-safe calls and die of the signal again). The screens of this
+/// module (the music picker, the subscription offer) and of the CLI (now playing) draw through
+/// it. One at a time per process.
 package final class TerminalScreen: @unchecked Sendable {
     // @unchecked: writes are serialized by `lock`; the descriptors are fixed.
     package let input: Int32
