@@ -571,7 +571,16 @@ final class PlayerSession: @unchecked Sendable {
         // The device it plays on, as the status line's `playing on '…'` says it.
         if let device = player.engineStatistics.deviceName { modes.append("on '\(device)'") }
         var upcoming: [String] = []
-        if let entry, let index = entries.firstIndex(where: { $0.id == entry.id }) {
+        if let ahead = player.shuffleAhead {
+            // Shuffled: the queue's order is not what plays; the next entry is drawn ahead of
+            // time, the rest as they come.
+            if let next = ahead.next, let index = entries.firstIndex(where: { $0.id == next.id }) {
+                upcoming.append("\(index + 1). \(describe(next))")
+            }
+            if ahead.unplayed > 0 {
+                upcoming.append(ahead.next == nil ? "\(ahead.unplayed) in random order" : "then \(ahead.unplayed) more in random order")
+            }
+        } else if let entry, let index = entries.firstIndex(where: { $0.id == entry.id }) {
             for (offset, next) in entries[(index + 1)...].prefix(50).enumerated() {
                 upcoming.append("\(index + offset + 2). \(describe(next))")
             }

@@ -48,6 +48,24 @@ final class NowPlayingScreenTests: TerminalTestCase {
         return pidFile
     }
 
+    /// Shuffled, "Up next" shows what will play, not the queue's order (issue #44): the entry
+    /// drawn ahead of time, then how many more come in random order; a skip goes to that entry.
+    func testUpNextUnderShuffleShowsTheEntryThatPlaysNext() throws {
+        let names = ["Alpha Tone", "Beta Tone", "Gamma Tone", "Delta Tone", "Epsilon Tone"]
+        let files = try names.enumerated().map { try tone($0.element, hz: 300 + 110 * Double($0.offset), seconds: 20) }
+        _ = try startPlay(["--shuffle"] + files.map(\.path))
+        let shown = try waitForScreen("the next entry drawn") { screen in
+            screen.contains("▶ Playing") && screen.contains("then 3 more in random order")
+        }
+        let lines = shown.split(separator: "\n").map(String.init)
+        let heading = try XCTUnwrap(lines.firstIndex { $0.contains("Up next") }, shown)
+        let next = try XCTUnwrap(names.first { lines[heading + 1].contains($0) }, "the drawn entry: \(lines[heading + 1])")
+        try tmux(["send-keys", "-t", "0", "n"])
+        try waitForScreen("the entry shown as next, playing") { screen in
+            screen.split(separator: "\n").contains { $0.contains(next) && !$0.contains(". ") } && !screen.contains("then 3 more")
+        }
+    }
+
     func testTheScreenShowsTheEntryFollowsTheKeysAndTheSizeAndGivesTheTerminalBack() throws {
         let files = try [tone("First Tone", hz: 440, seconds: 20), tone("Second Tone", hz: 660, seconds: 20),
                          tone("Third Tone", hz: 880, seconds: 20)]

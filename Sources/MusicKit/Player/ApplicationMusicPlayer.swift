@@ -492,6 +492,14 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         return (nil, playerQueue.currentEntry)
     }
 
+    /// Under shuffle, what is heard after the current entry, as far as it is decided: the next
+    /// entry once the engine has asked for it (ahead of time, while the current one plays), and
+    /// how many more this round plays in an order drawn as it goes. Nil when not shuffling.
+    /// (For the CLI's "Up next", which otherwise lists the queue's order.)
+    package var shuffleAhead: (next: MusicPlayer.Queue.Entry?, unplayed: Int)? {
+        provider.shuffleAhead(of: heardEntry.token, count: playerQueue.snapshot.contents.count)
+    }
+
     public override func skipToNextEntry() async throws {
         guard let skip = nextEntrySkip() else { return }
         await waitForEntryChange(skip)

@@ -149,6 +149,19 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         }
     }
 
+    /// Under shuffle, what follows `token`: the entry already decided for after it (the engine
+    /// asks for the next one ahead of time), and how many of the queue's `count` entries this
+    /// round has not played yet besides the heard one and that one. Nil when not shuffling: the queue's order is
+    /// what follows.
+    func shuffleAhead(of token: AudioEntry.Token?, count: Int) -> (next: MusicPlayer.Queue.Entry?, unplayed: Int)? {
+        state.withLock { state in
+            guard state.shuffles else { return nil }
+            let next = token.flatMap { state.successor[$0.rawValue] }.flatMap { state.issued[$0]?.entry }
+            // Issued entries count as played: the one heard and the one decided are not in it.
+            return (next, max(0, count - state.shufflePlayed.count))
+        }
+    }
+
     // MARK: - AudioEntryProvider (engine threads)
 
     /// What to answer, decided under the mutex without loading anything.
