@@ -66,6 +66,7 @@ struct LibPulse: @unchecked Sendable {
     let streamDeviceName: @convention(c) (Stream?) -> UnsafePointer<CChar>?
     let streamDisconnect: @convention(c) (Stream?) -> Int32
     let streamUnref: @convention(c) (Stream?) -> Void
+    let streamSetName: @convention(c) (Stream?, UnsafePointer<CChar>?, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let contextSetSubscribeCallback: @convention(c) (Context?, SubscribeCallback?, UnsafeMutableRawPointer?) -> Void
     let contextSubscribe: @convention(c) (Context?, pa_subscription_mask_t, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let contextSinkInputInfo: @convention(c) (Context?, UInt32, SinkInputInfoCallback?, UnsafeMutableRawPointer?) -> Operation?
@@ -120,6 +121,7 @@ struct LibPulse: @unchecked Sendable {
                 streamDeviceName: try function("pa_stream_get_device_name"),
                 streamDisconnect: try function("pa_stream_disconnect"),
                 streamUnref: try function("pa_stream_unref"),
+                streamSetName: try function("pa_stream_set_name"),
                 contextSetSubscribeCallback: try function("pa_context_set_subscribe_callback"),
                 contextSubscribe: try function("pa_context_subscribe"),
                 contextSinkInputInfo: try function("pa_context_get_sink_input_info"),

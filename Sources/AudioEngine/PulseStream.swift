@@ -236,8 +236,8 @@ final class PulseStream: AudioOutput, @unchecked Sendable {
 
     /// A new playback stream on `sink` (the server's default when nil), with this stream's
     /// callbacks, connecting (under the loop's lock). Nil when libpulse refused it.
-    private func connectStream(sink: String?) -> LibPulse.Stream? {
-        guard let stream = library.streamNew(context, "Music", &sampleSpec, nil) else { return nil }
+    private func connectStream(sink: String?, name: String = PulseStream.playingName) -> LibPulse.Stream? {
+        guard let stream = library.streamNew(context, name, &sampleSpec, nil) else { return nil }
         let me = Unmanaged.passUnretained(self).toOpaque()
         library.streamSetStateCallback(stream, { stream, userdata in
             PulseStream.with(userdata) { me in
@@ -259,6 +259,7 @@ final class PulseStream: AudioOutput, @unchecked Sendable {
         library.streamSetStartedCallback(stream, { stream, userdata in
             PulseStream.with(userdata) { me in
                 guard stream == me.stream else { return }
+                if me.awaitsStartAfterSwitch { me.nameStreamsAfterSwitch() }
                 me.awaitsStartAfterSwitch = false
                 if me.spareState == .none { me.connectSpare() }
             }
@@ -301,11 +302,24 @@ final class PulseStream: AudioOutput, @unchecked Sendable {
     private func connectSpare() {
         guard let stream, let sink = library.streamDeviceName(stream) else { return }
         spareState = .connecting
-        spare = connectStream(sink: String(cString: sink))
+        spare = connectStream(sink: String(cString: sink), name: PulseStream.standbyName)
         if spare == nil { spareState = .failed }
     }
 
     // MARK: The two streams as one at the desktop
+
+    /// What the desktop's mixer shows beside the application's name for the stream that plays
+    /// and for the spare (issue #44: two streams both called "Music" looked like a fault).
+    static let playingName = "Music"
+    static let standbyName = "Music (standby for the next song)"
+
+    /// Once the spare, switched to, has started (off the switch's path, on libpulse's thread):
+    /// the names follow the roles. The server announces the change; `apply` then finds the
+    /// settings equal, so nothing more is sent.
+    private func nameStreamsAfterSwitch() {
+        if let stream { release(library.streamSetName(stream, Self.playingName, nil, nil)) }
+        if let spare { release(library.streamSetName(spare, Self.standbyName, nil, nil)) }
+    }
 
     /// Subscribes to changes of the server's streams, and gives the spare the playing stream's
     /// volume, mute and sink (on libpulse's thread).

@@ -90,6 +90,25 @@ final class PulseAudioSpareStreamTests: XCTestCase {
         }
     }
 
+    /// The desktop's mixer tells the two streams apart (issue #44 item 13): the one that plays
+    /// is "Music", the spare "Music (standby for the next song)", and the names follow the
+    /// roles when a skip switches them.
+    func testTheSpareIsNamedAsTheStandbyAndTheNamesFollowASwitch() throws {
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: try AudioTestEnvironment.requireNativePulse()))
+        engine.setQueue(AudioEntryList(paths: try tones()))
+        try engine.play()
+        defer { engine.stop() }
+        try waitForStreams("the spare is ready", spareIsReady)
+        let before = try PulseSinkInput.ofThisProcess()
+        XCTAssertEqual(Set(before.compactMap(\.name)), ["Music", "Music (standby for the next song)"], "\(before)")
+        let playing = try XCTUnwrap(before.first { $0.name == "Music" }?.index)
+        engine.skipToNextEntry()
+        try waitForStreams("the names swapped with the roles") { streams in
+            streams.count == 2 && streams.contains { $0.index == playing && $0.name == "Music (standby for the next song)" }
+                && streams.contains { $0.index != playing && $0.name == "Music" }
+        }
+    }
+
     /// A volume, mute or sink set on either stream (as pavucontrol does) is set on the other,
     /// so the entry after a skip plays as the person set it.
     func testVolumeMuteAndSinkSetOnOneStreamFollowOnTheOther() throws {

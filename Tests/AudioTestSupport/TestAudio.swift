@@ -278,6 +278,8 @@ public struct PulseSinkInput: Equatable {
     /// The first channel's volume (65,536 is 100%).
     public var volume: Int
     public var processID: Int?
+    /// The stream's name (`media.name`), which the desktop's mixer shows.
+    public var name: String?
 
     /// The streams of the server at `PULSE_SERVER` (the process's own when nil) that this process plays.
     public static func ofThisProcess(server: String? = nil) throws -> [PulseSinkInput] {
@@ -293,7 +295,8 @@ public struct PulseSinkInput: Equatable {
             guard let index = input["index"] as? Int, let sink = input["sink"] as? Int else { return nil }
             return PulseSinkInput(index: index, sink: sink, corked: input["corked"] as? Bool ?? false,
                                   mute: input["mute"] as? Bool ?? false, volume: volume ?? 0,
-                                  processID: (properties?["application.process.id"] as? String).flatMap { Int($0) })
+                                  processID: (properties?["application.process.id"] as? String).flatMap { Int($0) },
+                                  name: properties?["media.name"] as? String)
         }.filter { $0.processID == Int(getpid()) }
     }
 }
