@@ -6,11 +6,11 @@ import Glibc
 import XCTest
 
 /// ncmpcpp, MPD's best-known terminal client, against musickitd's MPD socket in a real
-/// terminal (tmux): its Browse, Media library and Playlist screens show the library (issue
-/// #44: Browse was empty and said "Malformed entity response line", the media library showed
-/// no songs), and a change made with mpc appears in it.
+/// terminal (tmux): its Browse, Media library, Search and Playlist screens show the library
+/// (issue #44: Browse was empty and said "Malformed entity response line", the media library
+/// showed no songs, Search said "No results found"), and a change made with mpc appears in it.
 final class NcmpcppTests: TerminalTestCase {
-    func testBrowseMediaLibraryAndPlaylistShowTheLibraryAndFollowMpc() throws {
+    func testBrowseMediaLibrarySearchAndPlaylistShowTheLibraryAndFollowMpc() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/ncmpcpp") else {
             throw XCTSkip("ncmpcpp is not installed (scripts/setup-system installs it)")
         }
@@ -56,6 +56,17 @@ final class NcmpcppTests: TerminalTestCase {
             usleep(100_000)
         }
         shown = try ncmpcpp.waitForScreen("the artist's album and songs") { $0.contains("Weather") && $0.contains("Zephyr") }
+
+        // Search: any tag containing "zeph" finds the one song (it said "No results found").
+        try ncmpcpp.type("3")
+        try ncmpcpp.waitForScreen("the search engine") { $0.contains("Search in:") }
+        try ncmpcpp.type("Enter")  // the "Any:" field
+        try ncmpcpp.type("z", "e", "p", "h", "Enter")
+        try ncmpcpp.waitForScreen("the term in its field") { $0.contains("zeph") }
+        try ncmpcpp.type("End", "Up", "Enter")  // "Search", above "Reset"
+        shown = try ncmpcpp.waitForScreen("the search's result") { $0.contains("Zephyr") && $0.contains("Search results") }
+        XCTAssertFalse(shown.contains("No results"), shown)
+        XCTAssertFalse(shown.contains("Arctic"), "only what matches: \(shown)")
 
         // A change from mpc appears in the playlist screen.
         try ncmpcpp.type("1")
