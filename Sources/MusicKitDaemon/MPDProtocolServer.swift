@@ -243,7 +243,7 @@ final class MPDProtocolServer: @unchecked Sendable {
     /// Commands that only read (the player's state and queue, the library, the catalog): run on
     /// the client's thread, since a search may wait for the network, and so that a status poll
     /// never waits for another client's start.
-    private static let lookups: Set<String> = ["find", "search", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping",
+    private static let lookups: Set<String> = ["find", "search", "count", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping",
                                                "stats", "listplaylists", "status", "currentsong", "playlistinfo",
                                                "playlistid", "plchanges", "outputs", "clearerror"]
     /// Commands that decide themselves whether anything plays: a start they supersede is not
@@ -491,6 +491,10 @@ final class MPDProtocolServer: @unchecked Sendable {
             guard try !flag(0) else { throw Failure(code: Failure.argument, command: command, message: "consume mode is not supported") }
         case "find", "search":
             return try songs(matching: args, exact: command == "find", command: command).map { Self.describe($0.resource) }.joined()
+        case "count":
+            let found = try songs(matching: args, exact: true, command: command)
+            let seconds = found.reduce(0.0) { $0 + ($1.resource.duration() ?? 0) }
+            return "songs: \(found.count)\nplaytime: \(seconds.clampedInt(.towardZero))\n"
         case "findadd", "searchadd", "load":
             player.queue.insert(items: adding.map(\.item), position: .tail)
             notifyChanged(["playlist"])
@@ -529,7 +533,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             return "plugin: musickit\n" + AudioFileDecoder.fileExtensions.sorted().map { "suffix: \($0)\n" }.joined()
         case "commands":
             return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
-                    "consume", "currentsong", "decoders", "delete", "deleteid", "find", "listplaylists", "load", "stats", "findadd", "idle", "list", "lsinfo", "move", "next",
+                    "consume", "count", "currentsong", "decoders", "delete", "deleteid", "find", "listplaylists", "load", "stats", "findadd", "idle", "list", "lsinfo", "move", "next",
                     "noidle", "outputs", "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous",
                     "random", "repeat", "search", "searchadd", "seek", "seekcur", "seekid", "single", "status", "stop", "tagtypes"].map { "command: \($0)\n" }.joined()
         default:
@@ -653,6 +657,9 @@ final class MPDProtocolServer: @unchecked Sendable {
         "file": ["filePath"], "any": ["name", "artistName", "albumName"],
     ]
 
+    /// The tags whose words the library's and the catalog's searches look in.
+    private static let searchedTags: Set<String> = ["title", "artist", "albumartist", "album", "any"]
+
     /// Legacy TYPE VALUE pairs (what mpc and libmpdclient send); MPD's `(TAG == 'VALUE')`
     /// expressions are refused with MPD's ACK.
     private static func filterPairs(_ args: ArraySlice<String>, command: String) throws -> [(tag: String, value: String)] {
@@ -694,7 +701,10 @@ final class MPDProtocolServer: @unchecked Sendable {
     private func songs(matching args: [String], exact: Bool, command: String) throws -> [Song] {
         guard !args.isEmpty else { throw Failure(code: Failure.argument, command: command, message: "Incorrect number of filter arguments") }
         let pairs = try Self.filterPairs(args[...], command: command)
-        let term = pairs.filter { $0.tag != "file" }.map(\.value).joined(separator: " ")
+        // The searches find songs by words of their names; a track, disc, date, genre or file
+        // filter is applied to what they find (alone, to the whole library): `find album X
+        // track 2` found nothing when "X 2" was searched for.
+        let term = pairs.filter { Self.searchedTags.contains($0.tag) }.map(\.value).joined(separator: " ")
         let found = term.isEmpty ? try librarySongs() : try waitFor { () -> [Song] in
             var found: [Song] = []
             if let library = try? await MusicLibrarySearchRequest(term: term, types: [Song.self]).response() {
