@@ -268,7 +268,12 @@ final class MPDProtocolServer: @unchecked Sendable {
             if command == "add" || command == "addid" {
                 guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
                 do throws(SystemPlayerURIError) {
-                    adding = [try SystemPlayerServer.item(forURI: uri, within: connection.ownUser ? nil : MusicLibraryScanner.folders)]
+                    // A URI relative to the library's tree, as MPD's are, names a file in it (one
+                    // that is not there is MPD's "No such song", as a song not in its database).
+                    let inLibrary = uri.hasPrefix("/") || uri.contains(":") ? nil
+                        : Self.pathInLibrary(uri).flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+                    let named = inLibrary ?? uri
+                    adding = [try SystemPlayerServer.item(forURI: named, within: connection.ownUser ? nil : MusicLibraryScanner.folders)]
                 } catch {
                     throw Failure(error, command: command)
                 }
@@ -781,21 +786,38 @@ final class MPDProtocolServer: @unchecked Sendable {
         return out
     }
 
-    /// The library's folders as MPD's directory tree (`lsinfo [URI]`). Directory URIs are
-    /// relative, as MPD's clients require (libmpdclient refuses a directory starting with `/`):
-    /// with one library folder its contents are the root, as MPD's music directory is; with
-    /// several, the root names each by its last path component. Songs keep their absolute
-    /// `file:` paths, which `add` takes.
-    private func lsinfo(_ uri: String, command: String) throws -> String {
-        let folders = MusicLibraryScanner.folders.map { $0.standardizedFileURL.path }
+    /// The library's folders as the roots of MPD's directory tree: each folder's path and its
+    /// name there (its last path component, numbered when two share one).
+    private static func libraryRoots() -> [(name: String, path: String)] {
         var roots: [(name: String, path: String)] = []
-        for folder in folders {
+        for folder in MusicLibraryScanner.folders.map({ $0.standardizedFileURL.path }) {
             let base = (folder as NSString).lastPathComponent
             var name = base
             var number = 2
             while roots.contains(where: { $0.name == name }) { name = "\(base) \(number)"; number += 1 }
             roots.append((name, folder))
         }
+        return roots
+    }
+
+    /// The path on disk of a URI relative to that tree (MPD's song URIs: `Artist/Album/01.flac`,
+    /// what a client makes of `lsinfo`'s folders), nil when it names no place in it.
+    static func pathInLibrary(_ uri: String) -> String? {
+        let parts = uri.split(separator: "/")
+        guard !uri.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }) else { return nil }
+        let roots = libraryRoots()
+        if roots.count == 1 { return roots[0].path + "/" + parts.joined(separator: "/") }
+        guard let root = roots.first(where: { $0.name == String(parts[0]) }), parts.count > 1 else { return nil }
+        return root.path + "/" + parts.dropFirst().joined(separator: "/")
+    }
+
+    /// The library's folders as MPD's directory tree (`lsinfo [URI]`). Directory URIs are
+    /// relative, as MPD's clients require (libmpdclient refuses a directory starting with `/`):
+    /// with one library folder its contents are the root, as MPD's music directory is; with
+    /// several, the root names each by its last path component. Songs keep their absolute
+    /// `file:` paths, which `add` takes.
+    private func lsinfo(_ uri: String, command: String) throws -> String {
+        let roots = Self.libraryRoots()
         let relative = uri.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         if relative.isEmpty && roots.count != 1 {
             return roots.map { "directory: \(Self.oneLine($0.name))\n" }.joined()

@@ -103,6 +103,13 @@ final class MPDOracleTests: TerminalTestCase {
             let expected = normalized(theirs.exchange(command + "\n"))
             XCTAssertEqual(normalized(ours.exchange(command + "\n")), expected, command)
         }
+        // A song's URI as MPD gives it (relative to the music folder) is taken by both.
+        let relative = "add \"The Breeze/Weather/2 - Arctic.flac\"\n"
+        XCTAssertEqual(theirs.exchange(relative), "OK\n")
+        XCTAssertEqual(ours.exchange(relative), "OK\n")
+        XCTAssertEqual(normalized(ours.exchange("playlistinfo\n")).filter { !$0.hasPrefix("Id: ") },
+                       normalized(theirs.exchange("playlistinfo\n")).filter { !$0.hasPrefix("Id: ") }, "the queued song")
+
         // musickitd's database also holds the bundled catalog: MPD's values, in MPD's order, among them.
         for command in ["list artist", "list album", "list albumartist"] {
             let expected = theirs.exchange(command + "\n").split(separator: "\n")
