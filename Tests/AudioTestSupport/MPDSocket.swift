@@ -1,23 +1,13 @@
 import Foundation
 import Glibc
+import MusicKit
 
 /// A connection to an MPD socket (musickitd's, or a real MPD's), spoken by hand: lines out, the reply read until it
 /// is complete (`OK`, or an `ACK`, unless told otherwise).
 public final class MPDSocket: Sendable {
     private let socket: Int32
 
-    public init(path: String) throws {
-        socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { bytes in
-            _ = path.utf8CString.withUnsafeBytes { bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(bytes.count - 1))) }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { close(socket); throw POSIXError(.ECONNREFUSED) }
-    }
+    public init(path: String) throws { socket = try SystemPlayerWire.connect(to: path) }
 
     /// A connection to 127.0.0.1:`port`.
     public init(port: UInt16) throws {

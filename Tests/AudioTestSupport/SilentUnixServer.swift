@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import MusicKit
 
 /// A Unix socket that accepts connections and never says a word.
 public final class SilentUnixServer: @unchecked Sendable {
@@ -11,18 +12,7 @@ public final class SilentUnixServer: @unchecked Sendable {
 
     public init(path: String) throws {
         self.path = path
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { bytes in
-            _ = path.utf8CString.withUnsafeBytes { bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(bytes.count - 1))) }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 8) == 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
+        descriptor = try SystemPlayerWire.listen(at: path)
         let listener = descriptor
         Thread.detachNewThread { [self] in
             while true {

@@ -48,7 +48,7 @@ package enum SystemPlayerWire {
     }
 
     /// A connected socket to `path`; throws with errno's text when nothing listens there.
-    static func connect(to path: String) throws -> Int32 {
+    package static func connect(to path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw SystemPlayerWireError(description: "socket: \(String(cString: strerror(errno)))") }
         var address = try address(path)

@@ -62,32 +62,29 @@ final class SystemMusicPlayerTests: XCTestCase {
         for song in songs {
             XCTAssertEqual(control.exchange("add \"\(try XCTUnwrap(song.resource.string("filePath")))\"\n"), "OK\n")
         }
-        let starter = try MPDSocket(path: mpdPath)
-        _ = starter.greeting()
-        let playAnswer = Mutex<String?>(nil)
-        let played = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let reply = starter.exchange("play\n")
-            playAnswer.withLock { $0 = reply }
-            played.signal()
+        /// Sends `command` on a connection of its own, from another thread; its answer once it comes.
+        func sendAside(_ command: String) throws -> (answered: DispatchSemaphore, answer: @Sendable () -> String?) {
+            let connection = try MPDSocket(path: mpdPath)
+            _ = connection.greeting()
+            let answer = PendingAnswer()
+            let answered = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let reply = connection.exchange(command)
+                answer.text.withLock { $0 = reply }
+                answered.signal()
+            }
+            return (answered, { answer.text.withLock { $0 } })
         }
+        let play = try sendAside("play\n")
         XCTAssertTrue(server.waitForConnection(timeout: 10), "the daemon's start reached the silent server")
-        XCTAssertEqual(played.wait(timeout: .now() + 0.3), .timedOut, "the play waits for the device")
+        XCTAssertEqual(play.answered.wait(timeout: .now() + 0.3), .timedOut, "the play waits for the device")
         XCTAssertTrue(control.exchange("status\n").contains("state: stop\n"), "status answered while it waits")
 
-        let skipper = try MPDSocket(path: mpdPath)
-        _ = skipper.greeting()
-        let skipAnswer = Mutex<String?>(nil)
-        let skipped = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let reply = skipper.exchange("next\n")
-            skipAnswer.withLock { $0 = reply }
-            skipped.signal()
-        }
-        XCTAssertEqual(skipped.wait(timeout: .now() + 5), .success, "next answered long before libpulse's 30 s")
-        XCTAssertEqual(skipAnswer.withLock { $0 }, "OK\n")
-        XCTAssertEqual(played.wait(timeout: .now() + 5), .success)
-        XCTAssertEqual(playAnswer.withLock { $0 }, "OK\n", "the superseded play is answered as done")
+        let skip = try sendAside("next\n")
+        XCTAssertEqual(skip.answered.wait(timeout: .now() + 5), .success, "next answered long before libpulse's 30 s")
+        XCTAssertEqual(skip.answer(), "OK\n")
+        XCTAssertEqual(play.answered.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(play.answer(), "OK\n", "the superseded play is answered as done")
         XCTAssertTrue(control.exchange("status\n").contains("song: 1\n"), "on the second song")
         // The first connection was the play's (nothing is prepared while the queue was empty
         // at start-up and only added to since); the next is playback started again.
@@ -839,4 +836,9 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(mpd.exchange("playlistinfo 5\n"), "ACK [2@0] {playlistinfo} Bad song index\n")
         XCTAssertTrue(mpd.exchange("status\n").hasSuffix("OK\n"), "still answering")
     }
+}
+
+/// An answer another thread fills in.
+private final class PendingAnswer: Sendable {
+    let text = Mutex<String?>(nil)
 }
