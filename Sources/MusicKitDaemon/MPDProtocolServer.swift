@@ -269,9 +269,9 @@ final class MPDProtocolServer: @unchecked Sendable {
                 guard let uri = args.first else { throw Failure(code: Failure.argument, command: command, message: "missing URI") }
                 do throws(SystemPlayerURIError) {
                     // A URI relative to the library's tree, as MPD's are, names a file in it (one
-                    // that is not there is MPD's "No such song", as a song not in its database).
-                    let inLibrary = uri.hasPrefix("/") || uri.contains(":") ? nil
-                        : Self.pathInLibrary(uri).flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+                    // that is not there is MPD's "No such song", as a song not in its database);
+                    // an absolute path, `file://` or `musickit:` names none there.
+                    let inLibrary = Self.pathInLibrary(uri).flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
                     let named = inLibrary ?? uri
                     adding = [try SystemPlayerServer.item(forURI: named, within: connection.ownUser ? nil : MusicLibraryScanner.folders)]
                 } catch {
@@ -800,15 +800,17 @@ final class MPDProtocolServer: @unchecked Sendable {
         return roots
     }
 
-    /// The path on disk of a URI relative to that tree (MPD's song URIs: `Artist/Album/01.flac`,
-    /// what a client makes of `lsinfo`'s folders), nil when it names no place in it.
-    static func pathInLibrary(_ uri: String) -> String? {
-        let parts = uri.split(separator: "/")
-        guard !uri.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }) else { return nil }
-        let roots = libraryRoots()
-        if roots.count == 1 { return roots[0].path + "/" + parts.joined(separator: "/") }
-        guard let root = roots.first(where: { $0.name == String(parts[0]) }), parts.count > 1 else { return nil }
-        return root.path + "/" + parts.dropFirst().joined(separator: "/")
+    /// The path on disk of a URI relative to that tree — a folder (`lsinfo`) or a song (MPD's
+    /// song URIs: `Artist/Album/01.flac`); "" is the root when there is one folder. Nil when it
+    /// names no place in it: an absolute path, "." or "..", a root that is not there.
+    private static func pathInLibrary(_ uri: String, roots: [(name: String, path: String)] = libraryRoots()) -> String? {
+        guard !uri.hasPrefix("/") else { return nil }
+        let relative = uri.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let parts = relative.isEmpty ? [] : relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !parts.contains(where: { $0 == ".." || $0 == "." }) else { return nil }
+        if roots.count == 1 { return ([roots[0].path] + parts).joined(separator: "/") }
+        guard let name = parts.first, let root = roots.first(where: { $0.name == name }) else { return nil }
+        return ([root.path] + parts.dropFirst()).joined(separator: "/")
     }
 
     /// The library's folders as MPD's directory tree (`lsinfo [URI]`). Directory URIs are
@@ -823,21 +825,9 @@ final class MPDProtocolServer: @unchecked Sendable {
             return roots.map { "directory: \(Self.oneLine($0.name))\n" }.joined()
         }
         let noSuchDirectory = Failure(code: Failure.noExist, command: command, message: "No such directory")
-        guard !uri.hasPrefix("/"), !relative.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
-            throw noSuchDirectory
-        }
         // The folder on disk, and the URI prefix of what is in it.
-        let folder: String
-        let prefix: String
-        if roots.count == 1 {
-            folder = relative.isEmpty ? roots[0].path : roots[0].path + "/" + relative
-            prefix = relative.isEmpty ? "" : relative + "/"
-        } else {
-            let name = relative.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
-            guard let root = roots.first(where: { $0.name == name }) else { throw noSuchDirectory }
-            folder = root.path + relative.dropFirst(name.count)
-            prefix = relative + "/"
-        }
+        guard let folder = Self.pathInLibrary(uri, roots: roots) else { throw noSuchDirectory }
+        let prefix = relative.isEmpty ? "" : relative + "/"
         let songs = try librarySongs().filter { $0.filePath?.hasPrefix(folder + "/") == true }
         var directories = Set<String>()
         var files: [Song] = []

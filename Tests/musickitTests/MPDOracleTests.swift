@@ -24,7 +24,7 @@ final class MPDOracleTests: TerminalTestCase {
             ("The Breeze/Weather/1 - Zephyr.flac", "Zephyr", "The Breeze", "Weather", 1),
             ("The Breeze/Weather/2 - Arctic.flac", "Arctic", "The Breeze", "Weather", 2),
             ("The Breeze/Seasons/1 - Thaw.flac", "Thaw", "The Breeze", "Seasons", 1),
-            ("Solo/alone.flac", "Alone", "Solo Artist", "Single", 1),
+            ("Solo/alone: live.flac", "Alone", "Solo Artist", "Single", 1),
         ]
         for (index, song) in songs.enumerated() {
             let url = music.appendingPathComponent(song.path)
@@ -103,10 +103,12 @@ final class MPDOracleTests: TerminalTestCase {
             let expected = normalized(theirs.exchange(command + "\n"))
             XCTAssertEqual(normalized(ours.exchange(command + "\n")), expected, command)
         }
-        // A song's URI as MPD gives it (relative to the music folder) is taken by both.
-        let relative = "add \"The Breeze/Weather/2 - Arctic.flac\"\n"
-        XCTAssertEqual(theirs.exchange(relative), "OK\n")
-        XCTAssertEqual(ours.exchange(relative), "OK\n")
+        // A song's URI as MPD gives it (relative to the music folder; a colon in a name is no
+        // scheme) is taken by both.
+        for relative in ["add \"The Breeze/Weather/2 - Arctic.flac\"\n", "add \"Solo/alone: live.flac\"\n"] {
+            XCTAssertEqual(theirs.exchange(relative), "OK\n", relative)
+            XCTAssertEqual(ours.exchange(relative), "OK\n", relative)
+        }
         XCTAssertEqual(normalized(ours.exchange("playlistinfo\n")).filter { !$0.hasPrefix("Id: ") },
                        normalized(theirs.exchange("playlistinfo\n")).filter { !$0.hasPrefix("Id: ") }, "the queued song")
 

@@ -151,8 +151,8 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
 
     /// Under shuffle, what follows `token`: the entry already decided for after it (the engine
     /// asks for the next one ahead of time), and how many of the queue's `count` entries this
-    /// round has not played yet besides the heard one and that one. Nil when not shuffling: the queue's order is
-    /// what follows.
+    /// round has not played yet besides the heard one and that one. Nil when not shuffling: the
+    /// queue's order is what follows.
     func shuffleAhead(of token: AudioEntry.Token?, count: Int) -> (next: MusicPlayer.Queue.Entry?, unplayed: Int)? {
         state.withLock { state in
             guard state.shuffles else { return nil }
