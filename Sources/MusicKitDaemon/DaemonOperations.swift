@@ -1,6 +1,6 @@
 import AudioEngine
-import MusicKit
 import Foundation
+import MusicKit
 import Synchronization
 
 /// The daemon's requests that change the player (a play, a skip, a queue edit), one at a time

@@ -1,6 +1,6 @@
-import MusicKit
 import AudioEngine
 import Foundation
+import MusicKit
 
 // The wrapper of libchafa (Debian: libchafa0): images drawn as terminal text, or as pixels for
 // terminals that show them (kitty's protocol, iTerm2's, sixels). libchafa.so.0 (and

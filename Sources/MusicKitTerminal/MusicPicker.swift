@@ -1,6 +1,6 @@
-import MusicKit
 import Foundation
 import Glibc
+import MusicKit
 import Synchronization
 
 /// A music picker for terminal apps: the Linux counterpart of SwiftUI's `musicPicker` modifier,

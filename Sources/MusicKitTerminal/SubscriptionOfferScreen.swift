@@ -1,6 +1,6 @@
-import MusicKit
 import Foundation
 import Glibc
+import MusicKit
 
 extension MusicSubscriptionOffer {
     /// What the offer says, for `options`: a headline and a line that follow the message
