@@ -50,6 +50,8 @@ public final class AudioEngine: Sendable {
     private struct ControlState {
         var provider: (any AudioEntryProvider)?
         var crossfadeSeconds: Double = 0
+        /// The volume set, 0...1; nil until one is set (the output's own: the server's, or 1).
+        var volume: Double?
         var session: EngineSession?
         var status: AudioEngineStatus = .stopped
         /// The session's last seek: its position is reported until the audio thread has it.
@@ -151,6 +153,25 @@ public final class AudioEngine: Sendable {
     }
 
     public var crossfadeSeconds: Double { control.withLock { $0.crossfadeSeconds } }
+
+    // MARK: - Volume
+
+    /// Sets the volume, 0...1 (clamped) on the scale a desktop's mixer shows: on a PulseAudio or
+    /// PipeWire stream (`pulseaudio[:SINK]`) it is the stream's own volume at the server (the
+    /// samples stay untouched; 0.5 is −18 dB); on an ALSA device the engine scales the samples by
+    /// the same curve (volume³), and writes what the device holds again at the new level, so a
+    /// change is heard at once rather than a deep buffer later. Kept for every stream the engine
+    /// opens from now on. 1 on ALSA is bit-exact.
+    public func setVolume(_ volume: Double) {
+        let clamped = volume.isNaN ? 0 : min(max(volume, 0), 1)
+        control.withLock { state in
+            state.volume = clamped
+            state.session?.setVolume(clamped)
+        }
+    }
+
+    /// The volume last set, nil when none was (the output's own then).
+    public var volume: Double? { control.withLock { $0.volume } }
 
     // MARK: - Transport
 
@@ -406,9 +427,9 @@ public final class AudioEngine: Sendable {
         }
         AbandonableWaits.giveUp(onThisThreadWhen: givenUp)
         defer { AbandonableWaits.clear() }
-        var begun: (provider: any AudioEntryProvider, crossfadeSeconds: Double)?
+        var begun: (provider: any AudioEntryProvider, crossfadeSeconds: Double, volume: Double?)?
         while begun == nil {
-            enum Next { case open(any AudioEntryProvider, Double), wait, ready(EngineSession) }
+            enum Next { case open(any AudioEntryProvider, Double, Double?), wait, ready(EngineSession) }
             let next = control.withLock { state -> Result<Next, AudioEngineError> in
                 if let session = state.session { return .success(.ready(session)) }
                 guard let provider = state.provider else { return .failure(.noQueue) }
@@ -416,11 +437,11 @@ public final class AudioEngine: Sendable {
                 state.isOpening = true
                 state.pausedWhileOpening = false
                 state.earlyEvents = []
-                return .success(.open(provider, state.crossfadeSeconds))
+                return .success(.open(provider, state.crossfadeSeconds, state.volume))
             }
             switch try next.get() {
             case .ready(let session): return session
-            case .open(let provider, let crossfade): begun = (provider, crossfade)
+            case .open(let provider, let crossfade, let volume): begun = (provider, crossfade, volume)
             case .wait:
                 // Another play() or prepare() is opening: its session is this one's too.
                 openingEnded.lock()
@@ -431,7 +452,7 @@ public final class AudioEngine: Sendable {
         }
         let opened = Result { () throws(AudioEngineError) -> EngineSession in
             try EngineSession(configuration: configuration, provider: begun!.provider, startSeconds: startSeconds,
-                              crossfadeSeconds: begun!.crossfadeSeconds) { [weak self] session, event in
+                              crossfadeSeconds: begun!.crossfadeSeconds, volume: begun!.volume) { [weak self] session, event in
                 self?.deliver(event, from: session)
             }
         }
@@ -442,6 +463,7 @@ public final class AudioEngine: Sendable {
             guard case .success(let session) = opened, stopsRequested.load(ordering: .acquiring) == stops,
                   state.session == nil else { return nil }
             state.session = session
+            if let volume = state.volume, volume != begun!.volume { session.setVolume(volume) }  // set meanwhile
             return state.earlyEvents.filter { $0.1 === session }
         }
         openingEnded.lock()
@@ -486,7 +508,8 @@ final class EngineSession: @unchecked Sendable {
     static let audioThreadStartHook = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(configuration: AudioEngineConfiguration, provider: any AudioEntryProvider, startSeconds: Double,
-         crossfadeSeconds: Double, onEvent: @escaping @Sendable (EngineSession, AudioEngineEvent) -> Void) throws(AudioEngineError) {
+         crossfadeSeconds: Double, volume: Double?,
+         onEvent: @escaping @Sendable (EngineSession, AudioEngineEvent) -> Void) throws(AudioEngineError) {
         decoderControl = DecoderControl(crossfadeSeconds: crossfadeSeconds)
         // The first entry that opens decides the stream's rate; failures before it are reported.
         var failures: [(AudioEntry.Token, DecoderError)] = []
@@ -558,6 +581,7 @@ final class EngineSession: @unchecked Sendable {
             }
         }
 
+        if let volume { Self.applyVolume(volume, to: device, shared: shared) }  // before the audio thread reads the gain
         let renderer = Handoff(AudioRenderer(
             ring: ring.consumer, markers: markers.consumer, commands: commandQueue.consumer,
             events: events.producer, requests: requests.producer, prerollSlots: slots, device: device,
@@ -632,6 +656,20 @@ final class EngineSession: @unchecked Sendable {
             decoder.deferredError = error
         }
         return decoder
+    }
+
+    /// The output's own volume when it has one, else the gain the audio thread applies.
+    private static func applyVolume(_ volume: Double, to device: any AudioOutput, shared: EngineSharedState) {
+        if let output = device as? any VolumeControlledOutput {
+            output.setVolume(volume)
+        } else {
+            shared.outputGainBits.store(amplitude(forVolume: volume).bitPattern, ordering: .relaxed)
+        }
+    }
+
+    func setVolume(_ volume: Double) {
+        Self.applyVolume(volume, to: device, shared: shared)
+        if !(device is any VolumeControlledOutput) { send(.applyGain) }
     }
 
     func send(_ command: AudioCommand) {

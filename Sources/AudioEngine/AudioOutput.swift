@@ -62,6 +62,14 @@ protocol AudioOutput: AnyObject, Sendable {
     func close()
 }
 
+/// An output with a volume of its own at a sound server (the native PulseAudio/PipeWire stream):
+/// the engine's volume is set there, so the samples stay untouched and the desktop's mixer shows
+/// it. On other outputs the audio thread scales the samples (`EngineSharedState.outputGainBits`).
+protocol VolumeControlledOutput: AudioOutput {
+    /// Sets the volume, 0...1 on the server's scale; off the audio thread.
+    func setVolume(_ volume: Double)
+}
+
 /// What an output can do besides play (MPD's output plugin flags).
 struct AudioOutputCapabilities: OptionSet, Sendable {
     let rawValue: Int

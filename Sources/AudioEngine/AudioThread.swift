@@ -67,6 +67,12 @@ struct AudioRenderer: ~Copyable {
     private let staging: UnsafeMutableRawPointer
     private let stagingCapacityInFrames: Int
     private var stagedFrames = 0
+    /// The staging scaled by `gain` on its way to the device, when the gain is not 1.
+    private let scaledStaging: UnsafeMutableRawPointer
+    /// The engine's volume as an amplitude factor (`EngineSharedState.outputGainBits`), applied as
+    /// frames leave the staging for the device, so that the staging and the history hold the
+    /// frames as decoded and a change can write again what the device holds, at the new gain.
+    private var gain: Float = 1
     private var stagingRoomInFrames: Int { stagingCapacityInFrames - stagedFrames }
     /// Dropped and not prepared again yet: `startDevice()` prepares it.
     private var deviceNeedsPrepare = false
@@ -185,6 +191,8 @@ struct AudioRenderer: ~Copyable {
         devicePeriod = .allocate(byteCount: periodFrames * bytesPerFrame, alignment: 16)
         stagingCapacityInFrames = max(prefillLimitInFrames, configuration.bufferSizeInFrames) + periodFrames
         staging = .allocate(byteCount: stagingCapacityInFrames * bytesPerFrame, alignment: 16)
+        scaledStaging = .allocate(byteCount: stagingCapacityInFrames * bytesPerFrame, alignment: 16)
+        gain = Float(bitPattern: shared.outputGainBits.load(ordering: .relaxed))
         historyCapacityInFrames = configuration.bufferSizeInFrames + stagingCapacityInFrames + 2 * periodFrames
         history = .allocate(byteCount: historyCapacityInFrames * bytesPerFrame, alignment: 16)
         history.initializeMemory(as: UInt8.self, repeating: 0, count: historyCapacityInFrames * bytesPerFrame)
@@ -196,6 +204,7 @@ struct AudioRenderer: ~Copyable {
         floatPeriod.deallocate()
         devicePeriod.deallocate()
         staging.deallocate()
+        scaledStaging.deallocate()
         history.deallocate()
     }
 
@@ -306,9 +315,30 @@ struct AudioRenderer: ~Copyable {
             case .seek(let frame, let serial):
                 pendingSeekSerial = serial
                 flushAndRequest(.reposition(token: heardOrReadToken(), frame: frame, epoch: requiredEpoch &+ 1))
+            case .applyGain:
+                applyGain(Float(bitPattern: shared.outputGainBits.load(ordering: .relaxed)))
             case .stop:
                 stopRequested = true
             }
+        }
+    }
+
+    /// A new volume on an output without its own: the frames the device holds (up to its deep
+    /// buffer) were written at the old one, so they are dropped and written again from the
+    /// history at the new one, from the frame playing now, as a pause without a pause in place
+    /// does; staged frames take it as they are written.
+    private mutating func applyGain(_ newGain: Float) {
+        guard newGain != gain else { return }
+        gain = newGain
+        switch mode {
+        case .running, .draining:
+            let played = playedFrame()
+            restartOutput(played: played, replayFrom: played, autoStart: true)
+        case .paused:
+            let played = playedFrame()
+            restartOutput(played: played, replayFrom: played, autoStart: false)
+        default:
+            break
         }
     }
 
@@ -489,9 +519,14 @@ struct AudioRenderer: ~Copyable {
 
     /// Moves staged frames into the device, as many as it takes. False after a device failure.
     private mutating func writeStagedFrames() -> Bool {
+        var source = staging
+        if gain != 1 && stagedFrames > 0 {
+            copySamples(staging, count: stagedFrames * channelCount, to: scaledStaging, format: format, gain: gain)
+            source = scaledStaging
+        }
         var offset = 0
         while offset < stagedFrames {
-            let result = device.write(staging + offset * bytesPerFrame, frameCount: stagedFrames - offset)
+            let result = device.write(source + offset * bytesPerFrame, frameCount: stagedFrames - offset)
             if result == -Int(EAGAIN) || result == 0 { break }
             if result < 0 {
                 recoverDevice(result)  // drops what is staged

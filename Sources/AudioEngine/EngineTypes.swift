@@ -355,6 +355,8 @@ enum AudioCommand {
     /// Stream-rate frame within the entry being heard; `serial` is published as
     /// `EngineSharedState.appliedSeekSerial` once the position is the target's.
     case seek(frame: Int, serial: UInt64)
+    /// `EngineSharedState.outputGainBits` changed: what the device holds is written again at it.
+    case applyGain
     case stop
 }
 

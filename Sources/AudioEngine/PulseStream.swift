@@ -39,7 +39,7 @@ import Glibc
 /// audio thread, but libpulse takes its lock and queues each write as a packet (an allocation),
 /// exactly as ALSA's pulse plugin does inside `snd_pcm_writei`; the spare is made on libpulse's
 /// thread. The engine's own no-allocation test runs on ALSA devices that do neither (`file`, `null`).
-final class PulseStream: AudioOutput, @unchecked Sendable {
+final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
     // @unchecked: the state below is written by libpulse's thread and by the audio thread, both
     // under the main loop's lock; the rest is set in init.
     let name: String
@@ -267,10 +267,16 @@ final class PulseStream: AudioOutput, @unchecked Sendable {
         // No PA_STREAM_AUTO_TIMING_UPDATE: this type asks for the timing itself (`timingTimer`).
         // No PA_STREAM_EARLY_REQUESTS: see the buffer's attributes in `init`.
         let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue)
-        let result = if let sink {
-            sink.withCString { library.streamConnectPlayback(stream, $0, &bufferAttributes, flags, nil, nil) }
-        } else {
-            library.streamConnectPlayback(stream, nil, &bufferAttributes, flags, nil, nil)
+        // With the player's volume when it set one (else the server's choice: the desktop may
+        // restore what the person last set for this application).
+        let volumeIsSet = serverVolume.channels != 0
+        let result = withUnsafePointer(to: &serverVolume) { volume in
+            let volume = volumeIsSet ? UnsafeRawPointer(volume) : nil
+            return if let sink {
+                sink.withCString { library.streamConnectPlayback(stream, $0, &bufferAttributes, flags, volume, nil) }
+            } else {
+                library.streamConnectPlayback(stream, nil, &bufferAttributes, flags, volume, nil)
+            }
         }
         if result < 0 {
             library.streamUnref(stream)
@@ -362,6 +368,38 @@ final class PulseStream: AudioOutput, @unchecked Sendable {
         if library.streamDeviceIndex(other) != info.sink {
             release(library.contextMoveSinkInput(context, otherIndex, info.sink, nil, nil))
         }
+    }
+
+    // MARK: Volume
+
+    /// The volume set through `setVolume`, for both streams and any made later; no channels
+    /// until one is set (under the loop's lock).
+    private var serverVolume = pa_cvolume()
+
+    /// Sets both streams' volume at the server, 0...1 as the desktop's mixer shows it
+    /// (`PA_VOLUME_NORM` at 1): the samples stay untouched, and the server applies it at once to
+    /// what it mixes next, rewinding what it had mixed ahead.
+    func setVolume(_ volume: Double) {
+        connection.lock()
+        defer { connection.unlock() }
+        serverVolume = Self.cvolume(volume, channels: configuration.channelCount)
+        for one in [stream, spare] {
+            guard let one else { continue }
+            release(library.contextSetSinkInputVolume(context, library.streamIndex(one), &serverVolume, nil, nil))
+        }
+    }
+
+    /// `volume` (0...1) on every one of `channels` channels, as `pa_cvolume_set` makes it.
+    static func cvolume(_ volume: Double, channels: Int) -> pa_cvolume {
+        var result = pa_cvolume()
+        let count = min(max(channels, 1), Int(PA_CHANNELS_MAX))
+        result.channels = UInt8(count)
+        let value = UInt32((min(max(volume, 0), 1) * 65_536).rounded())  // PA_VOLUME_NORM: 0x10000
+        withUnsafeMutableBytes(of: &result.values) { bytes in
+            let values = bytes.bindMemory(to: UInt32.self)
+            for channel in 0..<count { values[channel] = value }
+        }
+        return result
     }
 
     /// The error for `operation`, which failed on the audio thread with `code`: the context's

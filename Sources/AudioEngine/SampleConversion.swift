@@ -61,3 +61,39 @@ private func roundedToNearestEven(_ value: Double) -> Double {
     let magic: Double = 6_755_399_441_055_744  // 1.5 * 2^52
     return value >= 0 ? (value + magic) - magic : (value - magic) + magic
 }
+
+/// Copies `count` samples in `format` from `source` to `destination`, scaled by `gain` (0...1):
+/// the engine's own volume on outputs without one at the server. Rounded to nearest, so a gain
+/// of 1 would copy exactly (the caller copies without scaling then, for bit-exact output).
+#if MUSICKIT_CHECKS_NO_LOCKS
+@_noLocks
+#endif
+func copySamples(_ source: UnsafeRawPointer, count: Int, to destination: UnsafeMutableRawPointer,
+                 format: PCMSampleFormat, gain: Float) {
+    switch format {
+    case .int16:
+        let input = source.assumingMemoryBound(to: Int16.self)
+        let output = destination.assumingMemoryBound(to: Int16.self)
+        for index in 0..<count {
+            output[index] = Int16(roundedToNearestEven(Float(input[index]) * gain))
+        }
+    case .int32:
+        let input = source.assumingMemoryBound(to: Int32.self)
+        let output = destination.assumingMemoryBound(to: Int32.self)
+        let scale = Double(gain)
+        for index in 0..<count {
+            output[index] = Int32(roundedToNearestEven(Double(input[index]) * scale))
+        }
+    case .float32:
+        let input = source.assumingMemoryBound(to: Float.self)
+        let output = destination.assumingMemoryBound(to: Float.self)
+        for index in 0..<count { output[index] = input[index] * gain }
+    }
+}
+
+/// The amplitude factor for a volume of 0...1 on the scale PulseAudio and PipeWire show (cubic:
+/// 50 % is −18 dB), so the engine's own volume sounds like the server's at the same setting.
+func amplitude(forVolume volume: Double) -> Float {
+    let clamped = min(max(volume, 0), 1)
+    return Float(clamped * clamped * clamped)
+}

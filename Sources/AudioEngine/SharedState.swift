@@ -48,6 +48,9 @@ final class EngineSharedState: Sendable {
     /// A device error (negative errno) the audio thread acts on as if its next write had
     /// returned it: how tests drive the xrun recovery on a device that never fails.
     let simulatedDeviceError = Atomic<Int>(0)
+    /// The engine's own volume as an amplitude factor (`Float.bitPattern`), on outputs without a
+    /// volume at the server: the audio thread scales what it writes by it (1: untouched).
+    let outputGainBits = Atomic<UInt32>(Float(1).bitPattern)
     // Where a start's time goes (see AudioEngineStatistics.StartTimings), nanoseconds.
     /// When the last command was sent (CLOCK_MONOTONIC), stamped by the control side.
     let commandSentAt = Atomic<UInt64>(0)

@@ -295,6 +295,43 @@ final class AudioRendererTests: XCTestCase {
         }
     }
 
+    // MARK: - Volume
+
+    /// On an output without a volume of its own, the engine scales the samples (volume³, the
+    /// servers' curve), and a change is heard from the very next frame: what the output held at
+    /// the old level is written again at the new one, while playing and while paused. At 1 the
+    /// output is the file, bit for bit.
+    func testAVolumeChangeIsHeardFromTheNextFrameAndOneIsBitExact() throws {
+        for capabilities in outputKinds {
+            let rig = try rig([3], capabilities: capabilities)
+            let half = rate / 2
+            func scaled(_ range: Range<Int>, by gain: Float) -> [Int16] {
+                frames(rig.signals[0], range).map { Int16((Float($0) * gain).rounded(.toNearestOrEven)) }
+            }
+            rig.engine.setVolume(0.5)  // 0.125 in amplitude
+            XCTAssertEqual(rig.engine.volume, 0.5)
+            try rig.engine.play()
+            rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+            play(rig, frames: half)
+            let operations = restarted(rig, "a volume change") { rig.engine.setVolume(1) }
+            XCTAssertFalse(operations.isEmpty, "\(capabilities): the output's frames were replaced")
+            rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+            play(rig, frames: half)
+            rig.engine.pause()
+            rig.output.wait("the pause") { capabilities.contains(.pause) ? $0.phase == .paused : $0.phase == .setUp }
+            rig.engine.setVolume(0.5)
+            rig.engine.resume()
+            rig.output.wait("the resume") { $0.phase == .running }
+            rig.output.waitUntilFull(slack: rig.renderPeriodFrames)
+            play(rig, frames: half)
+            assertHeard(rig.output.heard,
+                        equals: scaled(0 ..< half, by: 0.125) + frames(rig.signals[0], half ..< 2 * half)
+                            + scaled(2 * half ..< 3 * half, by: 0.125),
+                        "\(capabilities): at 0.125, then exact from the change on, then 0.125 from the change made paused")
+            rig.engine.stop()
+        }
+    }
+
     // MARK: - Running dry
 
     /// When the output runs dry (the clock passed what it held: a stalled audio thread), the
