@@ -245,7 +245,7 @@ final class MPDProtocolServer: @unchecked Sendable {
     /// never waits for another client's start.
     private static let lookups: Set<String> = ["find", "search", "count", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping",
                                                "stats", "listplaylists", "status", "currentsong", "playlistinfo",
-                                               "playlistid", "plchanges", "outputs", "clearerror"]
+                                               "playlistid", "plchanges", "outputs", "clearerror", "getvol"]
     /// Commands that decide themselves whether anything plays: a start they supersede is not
     /// started again after them (`DaemonOperations`).
     private static let startsOrStops: Set<String> = ["play", "playid", "pause", "stop", "clear"]
@@ -507,6 +507,14 @@ final class MPDProtocolServer: @unchecked Sendable {
             return try list(args, command: command)
         case "lsinfo":
             return try lsinfo(args.first ?? "", command: command)
+        case "setvol":
+            try setVolume(args, command: command, relative: false)
+            return ""
+        case "volume":
+            try setVolume(args, command: command, relative: true)
+            return ""
+        case "getvol":
+            return "volume: \(Self.percent(player.volume))\n"
         case "tagtypes": return ["Artist", "Album", "Title", "Track", "Date", "Genre", "Disc"].map { "tagtype: \($0)\n" }.joined()
         case "outputs":
             // The device opened (after a fallback), else the one configured; libpulse's or ALSA's.
@@ -538,14 +546,30 @@ final class MPDProtocolServer: @unchecked Sendable {
             return "plugin: musickit\n" + AudioFileDecoder.fileExtensions.sorted().map { "suffix: \($0)\n" }.joined()
         case "commands":
             return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
-                    "consume", "count", "currentsong", "decoders", "delete", "deleteid", "find", "listplaylists", "load", "stats", "findadd", "idle", "list", "lsinfo", "move", "next",
+                    "consume", "count", "currentsong", "decoders", "delete", "deleteid", "find", "listplaylists", "load", "stats", "findadd", "getvol", "idle", "list", "lsinfo", "move", "next",
                     "noidle", "outputs", "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous",
-                    "random", "repeat", "search", "searchadd", "seek", "seekcur", "seekid", "single", "status", "stop", "tagtypes"].map { "command: \($0)\n" }.joined()
+                    "random", "repeat", "search", "searchadd", "seek", "seekcur", "seekid", "setvol", "single", "status", "stop", "tagtypes", "volume"].map { "command: \($0)\n" }.joined()
         default:
             throw Failure(code: Failure.unknown, command: command, message: "unknown command \"\(command)\"")
         }
         notifyChanged(["repeat", "single", "random", "consume"].contains(command) ? ["options"] : ["player"])
         return ""
+    }
+
+    /// The player's volume (0...1) as MPD's whole percent.
+    static func percent(_ volume: Double) -> Int { Int((volume * 100).rounded()) }
+
+    /// `setvol N` (0–100) or `volume ±N` (a change, which MPD 0.23 still serves): the player's
+    /// volume, heard at once (`ApplicationMusicPlayer.volume`); idle clients hear `mixer`.
+    private func setVolume(_ args: [String], command: String, relative: Bool) throws {
+        guard args.count == 1, let value = Int(args[0]), relative || (0...100).contains(value) else {
+            throw Failure(code: Failure.argument, command: command,
+                          message: relative ? "Integer expected" : "Invalid volume value")
+        }
+        let percent = min(max(relative ? Self.percent(player.volume) + value : value, 0), 100)
+        player.volume = Double(percent) / 100
+        changed()
+        notify(["mixer"])
     }
 
     private func notifyChanged(_ subsystems: Set<String>) {
@@ -573,7 +597,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         let state = player.state
         let all = player.queue.entries
         var lines = [
-            "volume: 100",
+            "volume: \(Self.percent(player.volume))",
             "repeat: \(Self.repeats(player) ? 1 : 0)",
             "random: \(state.shuffleMode == .songs ? 1 : 0)",
             "single: \(Self.single(of: player) ? 1 : 0)",

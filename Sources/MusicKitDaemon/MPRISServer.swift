@@ -11,9 +11,9 @@ import MusicKit
 /// `Stop`, `Next`, `Previous`, `Seek`, `SetPosition`, `OpenUri` for files and `musickit:` IDs;
 /// `PlaybackStatus`, `LoopStatus`, `Shuffle`, `Rate`, `Metadata`, `Position`, `CanGoNext`…).
 /// `PropertiesChanged` is emitted when the daemon reports a change (a start is reported when
-/// it is heard), `Seeked` when the position jumps. Not served: `Volume` (the engine plays
-/// bit-exact and has no volume; the desktop's mixer sets it), the TrackList and Playlists
-/// interfaces, rates other than 1.
+/// it is heard), `Seeked` when the position jumps. `Volume` (0–1, read and write) is the
+/// player's (`ApplicationMusicPlayer.volume`: the stream's volume at the sound server). Not
+/// served: the TrackList and Playlists interfaces, rates other than 1.
 ///
 /// When a second daemon (another runtime folder) already has the name, this one takes
 /// `org.mpris.MediaPlayer2.musickit.instance<pid>`, as the specification says.
@@ -120,6 +120,7 @@ final class MPRISServer: @unchecked Sendable {
             "LoopStatus": .string(Self.loopStatus(state.repeatMode ?? .none)),
             "Shuffle": .boolean(state.shuffleMode == .songs),
             "Rate": .double(1),
+            "Volume": .double(player.volume),
             "MinimumRate": .double(1),
             "MaximumRate": .double(1),
             "Metadata": .dictionary(metadata()),
@@ -364,8 +365,10 @@ final class MPRISServer: @unchecked Sendable {
                 return Self.invalidArguments("only a rate of 1 is supported (MinimumRate = MaximumRate = 1)")
             }
         case "Volume":
-            return .error(name: "org.freedesktop.DBus.Error.PropertyReadOnly",
-                          message: "musickitd has no volume (it plays bit-exact); set it in the desktop's mixer")
+            // Below 0 is 0, as the specification says; above 1 is 1 (the player does not amplify).
+            guard let volume = value.double, !volume.isNaN else { return Self.invalidArguments("Volume is a double") }
+            _ = try? onOperations("Volume") { player.volume = min(max(volume, 0), 1) }
+            changed(["mixer"])
         case "Fullscreen":
             return .error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "Fullscreen cannot be set (CanSetFullscreen is false)")
         default:
@@ -386,7 +389,7 @@ final class MPRISServer: @unchecked Sendable {
     }
 
     /// Properties a client may set (the others are read-only).
-    private static let writableProperties: Set<String> = ["LoopStatus", "Rate", "Shuffle"]
+    private static let writableProperties: Set<String> = ["LoopStatus", "Rate", "Shuffle", "Volume"]
 
     /// The object's introspection XML; the properties' names and types come from the values
     /// served, so the two cannot differ.

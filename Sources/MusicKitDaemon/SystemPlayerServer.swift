@@ -206,7 +206,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         let args = message["args"]?.object ?? [:]
         defer {
             if op != "hello" && op != "state" {
-                changed(subsystems: op == "setQueue" || op == "insert" ? ["playlist", "player"] : op == "modes" ? ["options"] : ["player"])
+                changed(subsystems: op == "setQueue" || op == "insert" ? ["playlist", "player"] : op == "modes" ? ["options"] : op == "volume" ? ["mixer"] : ["player"])
             }
         }
         switch op {
@@ -244,6 +244,11 @@ package final class SystemPlayerServer: @unchecked Sendable {
         case "endSeeking": player.endSeeking()
         case "rate":
             player.state.playbackRate = Float(args["rate"]?.number ?? 1)
+        case "volume":
+            guard let volume = args["volume"]?.number, !volume.isNaN else {
+                throw SystemPlayerWireError(description: "volume without a number from 0 to 1")
+            }
+            player.volume = volume
         case "modes":
             if let mode = args["repeat"]?.string { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
             if let mode = args["shuffle"]?.string { player.state.shuffleMode = mode == "songs" ? .songs : .off }
@@ -282,6 +287,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             "repeat": .string(SystemPlayerWire.name(of: state.repeatMode ?? .none)),
             "shuffle": state.shuffleMode == .songs ? "songs" : "off",
             "time": .number(player.playbackTime),
+            "volume": .number(player.volume),
             "at": .number(Date().timeIntervalSince1970),
             "count": JSONValue(player.queue.snapshot.contents.count),
             "prepared": .bool(player.isPreparedToPlay),
@@ -407,6 +413,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             "repeat": .string(SystemPlayerWire.name(of: player.state.repeatMode ?? .none)),
             "shuffle": player.state.shuffleMode == .songs ? "songs" : "off",
             "pausesAfterEachEntry": .bool(player.pausesAfterEachEntry),
+            "volume": .number(player.volume),
         ]
         if let currentID, let index = contents.index(ofEntryID: currentID) { object["current"] = JSONValue(index) }
         do {
@@ -433,6 +440,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
             if let mode = object["repeat"]?.string { player.state.repeatMode = SystemPlayerWire.repeatMode(mode) }
             if let mode = object["shuffle"]?.string { player.state.shuffleMode = mode == "songs" ? .songs : .off }
             if let pauses = object["pausesAfterEachEntry"]?.bool { player.pausesAfterEachEntry = pauses }
+            // Only a volume someone turned down: at 1 the server's own stays (a desktop may have
+            // restored the person's setting for the application).
+            if let volume = object["volume"]?.number, volume < 1 { player.volume = volume }
             if let time = object["time"]?.number, time > 0 { player.playbackTime = time }
             log("restored \(contents.count) entries from \(stateURL.path)")
         } catch {

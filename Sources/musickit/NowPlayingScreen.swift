@@ -157,6 +157,7 @@ final class NowPlayingScreen: @unchecked Sendable {
     /// The keys' line, longest first: the first that fits is shown, so that `q quit` stays on an
     /// 80-column terminal.
     static let keys = [
+        "space pause/play  n next  p previous  ←/→ seek 10 s  f/b scan  r repeat  s shuffle  +/- volume  q quit",
         "space pause/play  n next  p previous  ←/→ seek 10 s  f/b scan  r repeat  s shuffle  q quit",
         "space pause  n next  p prev  ←/→ seek  f/b scan  r repeat  s shuffle  q quit",
         "spc pause n/p next/prev ←/→ seek q quit",

@@ -34,14 +34,14 @@ enum PlayCommand {
     asks for access to Apple Music (`musickit authorize musickit --allow` answers ahead, for
     scripts). With --system the queue goes to the system player (the daemon musickitd,
     started if none runs), which plays on after this command returns; `musickit
-    status|pause|next|previous|seek|stop` control it.
+    status|pause|next|previous|seek|volume|stop` control it.
 
     options:
     \(spec.optionsHelp())
 
     keys: space pause/play, n next, p previous (or restart after 3 s), ←/→ seek 10 s,
           f/b seek forward/backward at 4× until the next key, r repeat (none, all, one),
-          s shuffle, q quit
+          s shuffle, +/- volume (5 % steps), q quit
     signals: SIGINT/SIGTERM stop, SIGUSR1 next, SIGUSR2 pause/play
 
     exit codes:
@@ -384,6 +384,12 @@ final class PlayerSession: @unchecked Sendable {
         case .character("s"), .character("S"):
             player.state.shuffleMode = player.state.shuffleMode == .songs ? .off : .songs
         case .character("q"), .character("Q"): finish(.success)
+        case .character("+"), .character("="), .character("-"), .character("_"):
+            let up = key == .character("+") || key == .character("=")
+            // Whole steps of 5 %, from wherever it was (the desktop may have set 42 %).
+            let percent = min(max((Int((player.volume * 100).rounded()) / 5 + (up ? 1 : -1)) * 5, 0), 100)
+            player.volume = Double(percent) / 100
+            print(line: "volume \(percent)%")
         case .right: player.playbackTime += 10
         case .left: player.playbackTime = max(0, player.playbackTime - 10)
         default: break

@@ -4,7 +4,7 @@ import Glibc
 import MusicKit
 import MusicKitTerminal
 
-// The system player from the command line: `musickit status|pause|next|previous|seek|queue`
+// The system player from the command line: `musickit status|pause|next|previous|seek|volume|queue`
 // talk to musickitd through SystemMusicPlayer (starting it when none runs); `musickit daemon`
 // starts, stops, shows and reads it; `musickit play --system` is in PlayCommand.
 
@@ -61,6 +61,44 @@ enum SystemCommand {
                 player.playbackTime = seconds
                 try player.synchronize()
                 printStatus(player)
+            }
+        })
+
+    /// `musickit volume [PERCENT|+N|-N]`.
+    static let volume = Command(
+        name: "volume", summary: "show or set the system player's volume (0-100 %)",
+        help: { """
+            usage: musickit volume [PERCENT | +N | -N]
+
+            Without an argument, prints the system player's (musickitd's) volume. PERCENT (0-100)
+            sets it; +N and -N turn it up or down by N points. On a PulseAudio or PipeWire server it
+            is the player's stream volume there (the desktop's mixer shows the same); on an ALSA
+            device the player scales the samples. Heard at once; kept by the daemon.
+
+            exit codes:
+            \(ExitCode.helpText)
+            """ },
+        run: { arguments in
+            guard arguments.count <= 1 else {
+                Console.error("musickit volume: give at most one value (e.g. musickit volume 50, musickit volume -10)\n")
+                return .usage
+            }
+            var change: (relative: Bool, points: Int)?
+            if let argument = arguments.first {
+                let relative = argument.hasPrefix("+") || argument.hasPrefix("-")
+                guard let points = Int(argument), relative || (0...100).contains(points) else {
+                    Console.error("musickit volume: '\(argument)' is not a percentage from 0 to 100 or a change like +5 or -10\n")
+                    return .usage
+                }
+                change = (relative, points)
+            }
+            return withPlayer("volume") { player in
+                var volume = try player.volumeNow()
+                if let change {
+                    let percent = change.relative ? Int((volume * 100).rounded()) + change.points : change.points
+                    volume = try player.setVolumeNow(Double(min(max(percent, 0), 100)) / 100)
+                }
+                Console.out("volume: \(Int((volume * 100).rounded()))%\n")
             }
         })
 

@@ -31,6 +31,7 @@ let commands: [Command] = [
             help: { PickCommand.help }, run: PickCommand.run),
 ] + SystemCommand.commands + [
     SystemCommand.seek,
+    SystemCommand.volume,
     Command(name: "daemon", summary: "start, stop or look at the system player's daemon (musickitd)",
             help: { DaemonCommand.help }, run: DaemonCommand.run),
 ]

@@ -118,7 +118,7 @@ final class CommandLineTests: XCTestCase {
     }
 
     func testEveryCommandHasHelp() throws {
-        for command in ["play", "search", "catalog", "status", "seek", "daemon"] {
+        for command in ["play", "search", "catalog", "status", "seek", "volume", "daemon"] {
             let result = try run([command, "--help"])
             XCTAssertEqual(result.code, 0, command)
             XCTAssertTrue(result.out.contains("usage: musickit \(command)"), result.out)
@@ -238,11 +238,19 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(status.contains("at 0:04") || status.contains("at 0:05"), "the seek is heard: \(status)")
         XCTAssertEqual(try run(["queue"], environment: environment).out, "Second Tone — Test Tones\n")
         XCTAssertEqual(try run(["seek", "soon"], environment: environment).code, 2)
+        XCTAssertEqual(try run(["volume"], environment: environment).out, "volume: 100%\n")
+        XCTAssertEqual(try run(["volume", "40"], environment: environment).out, "volume: 40%\n")
+        XCTAssertEqual(try run(["volume", "-15"], environment: environment).out, "volume: 25%\n")
+        XCTAssertEqual(try run(["volume", "+100"], environment: environment).out, "volume: 100%\n", "clamped")
+        XCTAssertEqual(try run(["volume", "130"], environment: environment).code, 2)
+        XCTAssertEqual(try run(["volume", "loud"], environment: environment).code, 2)
+        XCTAssertEqual(try run(["volume", "30"], environment: environment).code, 0)
 
         XCTAssertEqual(try run(["daemon", "stop"], environment: environment).out, "musickitd stopped\n")
         XCTAssertEqual(try run(["daemon", "status"], environment: environment).code, 1)
         let restarted = try run(["status"], environment: environment)
         XCTAssertTrue(restarted.out.hasPrefix("stopped: Second Tone"), "a new daemon, where the last one was: \(restarted.out)")
+        XCTAssertEqual(try run(["volume"], environment: environment).out, "volume: 30%\n", "and at the volume it had")
         XCTAssertTrue(try run(["daemon", "logs"], environment: environment).out.contains("restored 2 entries"))
     }
 

@@ -75,5 +75,13 @@ final class NcmpcppTests: TerminalTestCase {
                                 environment: ["MPD_HOST": socket])
         XCTAssertEqual(added.code, 0, added.out)
         try ncmpcpp.waitForScreen("mpc's add in the playlist") { $0.contains("Playlist") && $0.contains("Arctic") }
+
+        // The volume (issue #45): mpc's change shows in ncmpcpp's header, and its `+` key turns
+        // it up by its step (2 points) for every client.
+        XCTAssertEqual(try runTool("/usr/bin/mpc", ["volume", "50"], environment: ["MPD_HOST": socket]).code, 0)
+        try ncmpcpp.waitForScreen("the volume mpc set") { $0.contains("Volume: 50%") }
+        try ncmpcpp.type("+")
+        try ncmpcpp.waitForScreen("the volume ncmpcpp set") { $0.contains("Volume: 52%") }
+        XCTAssertEqual(try runTool("/usr/bin/mpc", ["volume"], environment: ["MPD_HOST": socket]).out, "volume: 52%\n")
     }
 }

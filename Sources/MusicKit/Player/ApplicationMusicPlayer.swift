@@ -181,6 +181,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var nextMayBeStale = false
         var seeking: Seeking?
         var transition: MusicPlayer.Transition = .none
+        /// See `volume`; nil until set.
+        var volume: Double?
         /// Counts pauses, so that a release scheduled by one pause is not done after a later one.
         var pauseCount = 0
         /// See `pausesAfterEachEntry`.
@@ -232,6 +234,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     private func attach(_ engine: AudioEngine) {
         engine.setQueue(provider)
         engine.setCrossfade(seconds: control.withLock { $0.transition }.overlapSeconds)
+        if let volume = control.withLock({ $0.volume }) { engine.setVolume(volume) }
         engine.setEventHandler { [weak self] event in
             guard let self else { return }
             eventQueue.async { self.handle(event) }
@@ -261,6 +264,20 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         set {
             control.withLock { $0.transition = newValue }
             engine.setCrossfade(seconds: newValue.overlapSeconds)
+        }
+    }
+
+    /// The player's volume, 0...1 (Linux addition: on Apple platforms the volume is the
+    /// system's). On a PulseAudio or PipeWire server it is the player's stream volume there, as
+    /// the desktop's mixer shows it; on an ALSA device the player scales the samples by the same
+    /// curve (`AudioEngine.setVolume`). A change is heard at once. 1 until set; kept across
+    /// streams and devices.
+    public var volume: Double {
+        get { control.withLock { $0.volume } ?? 1 }
+        set {
+            let clamped = newValue.isNaN ? 0 : min(max(newValue, 0), 1)
+            control.withLock { $0.volume = clamped }
+            engine.setVolume(clamped)
         }
     }
 

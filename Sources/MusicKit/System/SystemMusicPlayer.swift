@@ -34,6 +34,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         var at: TimeInterval = 0
         var rate: Double = 0
         var prepared = false
+        var volume: Double = 1
     }
     private let mirror = Mutex(Mirror())
 
@@ -111,6 +112,35 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             guard !newValue.isNaN else { return }
             send("seek", ["time": .number(min(max(0, newValue), .greatestFiniteMagnitude))])
         }
+    }
+
+    /// The system player's volume, 0...1 (Linux addition; see `ApplicationMusicPlayer.volume`):
+    /// the daemon's last word. Setting it sends it to the daemon, which every client then sees
+    /// (MPRIS `Volume`, MPD's `volume:`), and keeps it.
+    public var volume: Double {
+        get {
+            connection.ensureConnected()
+            return mirror.withLock { $0.volume }
+        }
+        set {
+            let clamped = newValue.isNaN ? 0 : min(max(newValue, 0), 1)
+            mirror.withLock { $0.volume = clamped }
+            send("volume", ["volume": .number(clamped)])
+        }
+    }
+
+    /// Sets the volume and returns the daemon's answer (the CLI's `musickit volume N`).
+    package func setVolumeNow(_ volume: Double) throws -> Double {
+        let reply = try connection.call("volume", ["volume": .number(min(max(volume, 0), 1))])
+        if let state = reply["state"] { apply(state) }
+        return mirror.withLock { $0.volume }
+    }
+
+    /// The daemon's volume, asked now (the CLI's `musickit volume`).
+    package func volumeNow() throws -> Double {
+        let reply = try connection.call("hello")
+        if let state = reply["state"] { apply(state) }
+        return mirror.withLock { $0.volume }
     }
 
     // MARK: - The daemon (the CLI's `musickit daemon`, tests)
@@ -207,6 +237,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             mirror.at = object["at"]?.number ?? Date().timeIntervalSince1970
             mirror.rate = rate
             mirror.prepared = object["prepared"]?.bool ?? false
+            if let volume = object["volume"]?.number { mirror.volume = volume }
         }
         state.setModesFromElsewhere(repeatMode: SystemPlayerWire.repeatMode(object["repeat"]?.string ?? "none"),
                                     shuffleMode: object["shuffle"]?.string == "songs" ? .songs : .off)

@@ -429,6 +429,39 @@ final class SystemPlayerMPDTests: XCTestCase {
                     whileRunning: whileRunning)
     }
 
+    /// `mpc volume` sets and reads the player's volume (MPD's `setvol`, `volume`, `getvol`,
+    /// `status`), idle clients hear `mixer`, bad values are refused as MPD refuses them, and
+    /// the daemon keeps the volume across a restart.
+    func testMpcSetsTheVolumeAndTheDaemonKeepsIt() throws {
+        let song = try XCTUnwrap(try GeneratedSongs.tones([440], frames: 441_000, into: directory).songs.first?.resource.string("filePath"))
+        XCTAssertEqual(try mpc("add", song).code, 0)
+        XCTAssertEqual(try mpc("play").code, 0)
+        XCTAssertEqual(try mpc("volume").out, "volume:100%\n", "1 until set")
+        let idler = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
+        XCTAssertTrue(idler.greeting().hasPrefix("OK MPD"))
+        let woken = try mpc("volume", "50") {
+            XCTAssertEqual(idler.exchange("idle mixer\n"), "changed: mixer\nOK\n", "an idle client hears the change")
+        }
+        XCTAssertEqual(woken.code, 0, woken.out)
+        XCTAssertEqual(try mpc("volume").out, "volume: 50%\n")
+        XCTAssertEqual(try mpc("volume", "+15").code, 0)
+        XCTAssertEqual(try mpc("volume", "-5").code, 0)
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"))
+        XCTAssertEqual(mpd.exchange("getvol\n"), "volume: 60\nOK\n")
+        XCTAssertTrue(mpd.exchange("status\n").contains("volume: 60\n"))
+        XCTAssertEqual(mpd.exchange("setvol 101\n"), "ACK [2@0] {setvol} Invalid volume value\n")
+        XCTAssertEqual(mpd.exchange("setvol loud\n"), "ACK [2@0] {setvol} Invalid volume value\n")
+        XCTAssertEqual(mpd.exchange("volume +200\n"), "OK\n", "a change is clamped, as MPD clamps it")
+        XCTAssertEqual(mpd.exchange("getvol\n"), "volume: 100\nOK\n")
+        XCTAssertEqual(mpd.exchange("setvol 35\n"), "OK\n")
+
+        let player = SystemMusicPlayer(environment: environment)
+        try player.stopDaemon()
+        _ = try player.daemonProcessID()
+        XCTAssertEqual(try mpc("volume").out, "volume: 35%\n", "kept across a restart")
+    }
+
     /// MPD's protocol on 127.0.0.1 is off by default; `MUSICKIT_MPD_PORT` (or musickitd
     /// `--mpd-port`) turns it on, for clients that only speak TCP.
     func testMPDOverTCPIsOffByDefaultAndServesMpcOnTheGivenPort() throws {

@@ -137,6 +137,28 @@ final class SystemPlayerMPRISTests: XCTestCase {
         XCTAssertEqual(try playerctl("status").out, "Stopped\n")
     }
 
+    /// MPRIS `Volume`: playerctl sets and reads it, an app sees it, and a follower hears a
+    /// change the app makes (`PropertiesChanged`).
+    func testPlayerctlSetsTheVolumeAndFollowersHearAnAppsChange() async throws {
+        let songs = try GeneratedSongs.tones([440], frames: 441_000, into: directory).songs
+        let app = SystemMusicPlayer(environment: environment)
+        app.queue = MusicPlayer.Queue(for: songs)
+        try await app.play()
+        try await waitForTheBusName()
+        XCTAssertEqual(Double(try playerctl("volume").out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1, 1, accuracy: 0.001)
+        XCTAssertEqual(try playerctl("volume", "0.4").code, 0)
+        XCTAssertEqual(Double(try playerctl("volume").out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1, 0.4, accuracy: 0.001)
+        await eventually("the app sees 0.4") { abs(app.volume - 0.4) < 0.001 } detail: { "\(app.volume)" }
+
+        let volumes = try Follower(["--player=musickit", "--follow", "volume"], bus: busAddress)
+        defer { volumes.stop() }
+        app.volume = 0.25
+        await eventually("0.25 followed") {
+            volumes.lines.contains { abs((Double($0) ?? -1) - 0.25) < 0.001 }
+        } detail: { "\(volumes.lines)" }
+        XCTAssertNotEqual(try playerctl("volume", "loud").code, 0, "not a number")
+    }
+
     /// `PropertiesChanged` and `Seeked` reach a follower when another client (an app through
     /// SystemMusicPlayer) changes playback.
     func testFollowersSeeWhatOtherClientsChange() async throws {
