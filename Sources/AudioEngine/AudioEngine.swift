@@ -404,6 +404,7 @@ public final class AudioEngine: Sendable {
             }
             if event == .queueFinished { state.status = .finished }
             if case .deviceFailed = event { state.status = .stopped }
+            if case .volumeChanged(let volume) = event { state.volume = volume }
             return true
         }
         if isCurrent { listeners.emit(event) }
@@ -607,6 +608,12 @@ final class EngineSession: @unchecked Sendable {
                 }
             }))
 
+        if let output = device as? any VolumeControlledOutput {
+            output.volumeChangedElsewhere = { [weak self] volume in
+                guard let self else { return }
+                onEvent(self, .volumeChanged(volume))
+            }
+        }
         let priority = configuration.realtimePriority
         let hook = EngineSession.audioThreadStartHook.withLock { $0 }
         audioThread = EngineThread(name: "musickit-audio") {

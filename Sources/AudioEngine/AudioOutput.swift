@@ -68,6 +68,8 @@ protocol AudioOutput: AnyObject, Sendable {
 protocol VolumeControlledOutput: AudioOutput {
     /// Sets the volume, 0...1 on the server's scale; off the audio thread.
     func setVolume(_ volume: Double)
+    /// Called (on the output's own thread) when another client set the volume, with the new one.
+    var volumeChangedElsewhere: (@Sendable (Double) -> Void)? { get set }
 }
 
 /// What an output can do besides play (MPD's output plugin flags).

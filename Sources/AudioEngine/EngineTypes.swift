@@ -124,6 +124,9 @@ public enum AudioEngineEvent: Sendable, Equatable {
     case queueFinished
     /// The device failed and playback stopped.
     case deviceFailed(AudioOutputError)
+    /// Another program (the desktop's mixer) set the stream's volume at the sound server: the
+    /// engine's `volume` is this now (0...1; above 1 when set past 100 % there).
+    case volumeChanged(Double)
 }
 
 /// Where playback is, as heard at the device's output.

@@ -351,6 +351,7 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
     /// Asks for one of the two streams' settings and sets them on the other: the server
     /// announces no change when a setting is already what it is set to, so this ends.
     private func copySettings(ofSinkInput index: UInt32) {
+        volumeSetsWhenAsked = volumeSets
         let me = Unmanaged.passUnretained(self).toOpaque()
         release(library.contextSinkInputInfo(context, index, { _, info, endOfList, userdata in
             guard endOfList == 0, let info = info?.pointee else { return }
@@ -363,7 +364,15 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
         let other = library.streamIndex(stream) == info.index ? spare : stream
         let otherIndex = library.streamIndex(other)
         var volume = info.volume
-        release(library.contextSetSinkInputVolume(context, otherIndex, &volume, nil, nil))
+        // An answer that predates this process's own latest `setVolume` is stale: that set's own
+        // change event brings the current value.
+        if volumeSets == volumeSetsWhenAsked {
+            release(library.contextSetSinkInputVolume(context, otherIndex, &volume, nil, nil))
+            if !Self.sameVolume(volume, serverVolume) {
+                serverVolume = volume  // streams made later take it too
+                volumeChangedElsewhereHandler?(Self.average(volume))
+            }
+        }
         release(library.contextSetSinkInputMute(context, otherIndex, info.mute, nil, nil))
         if library.streamDeviceIndex(other) != info.sink {
             release(library.contextMoveSinkInput(context, otherIndex, info.sink, nil, nil))
@@ -375,6 +384,17 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
     /// The volume set through `setVolume`, for both streams and any made later; no channels
     /// until one is set (under the loop's lock).
     private var serverVolume = pa_cvolume()
+    /// How many times `setVolume` was called, and how many when the last settings were asked
+    /// for (under the loop's lock).
+    private var volumeSets = 0
+    private var volumeSetsWhenAsked = 0
+    /// Called on libpulse's thread when another client (the desktop's mixer) set the streams'
+    /// volume, with the new volume (0...1, more above 100 %). Set under the loop's lock.
+    var volumeChangedElsewhere: (@Sendable (Double) -> Void)? {
+        get { connection.lock(); defer { connection.unlock() }; return volumeChangedElsewhereHandler }
+        set { connection.lock(); defer { connection.unlock() }; volumeChangedElsewhereHandler = newValue }
+    }
+    private var volumeChangedElsewhereHandler: (@Sendable (Double) -> Void)?
 
     /// Sets both streams' volume at the server, 0...1 as the desktop's mixer shows it
     /// (`PA_VOLUME_NORM` at 1): the samples stay untouched, and the server applies it at once to
@@ -383,9 +403,33 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
         connection.lock()
         defer { connection.unlock() }
         serverVolume = Self.cvolume(volume, channels: configuration.channelCount)
+        volumeSets += 1
         for one in [stream, spare] {
             guard let one else { continue }
             release(library.contextSetSinkInputVolume(context, library.streamIndex(one), &serverVolume, nil, nil))
+        }
+    }
+
+    /// The channels' mean, 1 at `PA_VOLUME_NORM`, as `pa_cvolume_avg` computes it.
+    static func average(_ volume: pa_cvolume) -> Double {
+        var copy = volume
+        let count = Int(min(UInt32(copy.channels), PA_CHANNELS_MAX))
+        guard count > 0 else { return 1 }
+        let sum = withUnsafeBytes(of: &copy.values) { bytes in
+            bytes.bindMemory(to: UInt32.self).prefix(count).reduce(0) { $0 + Double($1) }
+        }
+        return sum / Double(count) / 65_536
+    }
+
+    /// Whether two volumes have the same channels at the same values (one unset differs from any set).
+    static func sameVolume(_ one: pa_cvolume, _ other: pa_cvolume) -> Bool {
+        var first = one, second = other
+        guard first.channels == second.channels else { return false }
+        let count = Int(min(UInt32(first.channels), PA_CHANNELS_MAX))
+        return withUnsafeBytes(of: &first.values) { a in
+            withUnsafeBytes(of: &second.values) { b in
+                a.bindMemory(to: UInt32.self).prefix(count).elementsEqual(b.bindMemory(to: UInt32.self).prefix(count))
+            }
         }
     }
 

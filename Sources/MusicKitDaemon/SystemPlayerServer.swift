@@ -335,6 +335,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             changed(event: "interrupted", detail: reason)
             if !resuming.exchange(true, ordering: .relaxed) { resumeWhenTheDeviceIsBack(attempt: 1) }
         case .historyNotRecorded(_, let reason): log(reason)
+        case .volumeChanged: changed(subsystems: ["mixer"])
         }
     }
 

@@ -434,6 +434,8 @@ final class PlayerSession: @unchecked Sendable {
             finish(.deviceError)
         case .historyNotRecorded(_, let reason):
             print(line: "musickit play: \(reason)", toStandardError: true)
+        case .volumeChanged(let volume):
+            print(line: "volume \(Int((volume * 100).rounded()))% (set in the mixer)")
         }
     }
 

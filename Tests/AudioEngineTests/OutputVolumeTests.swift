@@ -61,6 +61,42 @@ final class OutputVolumeTests: XCTestCase {
         try assertVolumeIsHeardAtOnce(device: try AudioTestEnvironment.requireNativePulse(), checkServer: true)
     }
 
+    /// A volume set in the desktop's mixer (here `pactl`, on either of the two streams) is the
+    /// engine's: reported as an event, kept as `volume`, and not taken back by the engine.
+    func testAVolumeSetInTheMixerIsTheEnginesAndReported() throws {
+        let device = try AudioTestEnvironment.requireNativePulse()
+        let url = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(url, TestSignal.tone(hz: 440, frames: 44_100 * 6, sampleRate: 44_100, channels: 2, amplitude: 0.5))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: device))
+        engine.setQueue(AudioEntryList(paths: [url.path]))
+        let recorder = EventRecorder(engine)
+        defer { engine.stop() }
+        engine.setVolume(0.8)
+        try engine.play()
+        var streams: [PulseSinkInput] = []
+        let deadline = Date(timeIntervalSinceNow: 5)
+        repeat {
+            streams = try PulseSinkInput.ofThisProcess()
+            if streams.count == 2 && streams.allSatisfy({ !$0.corked }) { break }
+            usleep(20_000)
+        } while Date() < deadline
+        XCTAssertEqual(streams.count, 2, "the playing stream and its spare: \(streams)")
+        XCTAssertTrue(streams.allSatisfy { $0.volume == 52_429 }, "0.8 on both: \(streams)")
+        let environment = ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""]
+        let reported = { recorder.events.filter { $0 == .volumeChanged(26_214.0 / 65_536) }.count }
+        for (number, stream) in streams.enumerated() {
+            XCTAssertEqual(try runTool("/usr/bin/pactl", ["set-sink-input-volume", "\(stream.index)", "40%"], environment: environment).code, 0)
+            let deadline = Date(timeIntervalSinceNow: 5)
+            while reported() <= number && Date() < deadline { usleep(10_000) }
+            XCTAssertEqual(reported(), number + 1, "the mixer's 40 % on stream \(number + 1) reported once: \(recorder.events)")
+            XCTAssertEqual(engine.volume ?? -1, 0.4, accuracy: 0.0001)
+            engine.setVolume(0.8)
+            Thread.sleep(forTimeInterval: 0.2)
+            XCTAssertTrue(try PulseSinkInput.ofThisProcess().allSatisfy { $0.volume == 52_429 }, "the engine's own change holds")
+            XCTAssertEqual(engine.volume, 0.8, "its own change is not reported back as another's")
+        }
+    }
+
     /// Through ALSA (here its pulse plugin, whose stream the engine cannot set a volume on) the
     /// engine scales the samples and rewrites what the device held.
     func testAnALSADevicesVolumeIsTheEnginesGainAndHeardAtOnce() throws {

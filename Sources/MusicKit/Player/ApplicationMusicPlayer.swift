@@ -144,6 +144,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         case interrupted(reason: String)
         /// A heard entry could not be added to the listening history.
         case historyNotRecorded(MusicPlayer.Queue.Entry, reason: String)
+        /// Another program (the desktop's mixer) changed the player's `volume`.
+        case volumeChanged(Double)
     }
 
     private let playerQueue: Queue
@@ -865,6 +867,9 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
             for waiter in waiters { waiter.resume(throwing: PlaybackError.audioDevice(error.description)) }
             resumeEntryWaiters()
             listeners.emit(.interrupted(reason: error.description))
+        case .volumeChanged(let volume):
+            control.withLock { $0.volume = volume }
+            listeners.emit(.volumeChanged(volume))
         case .entryFinished, .underrun, .xrun:
             break
         }
