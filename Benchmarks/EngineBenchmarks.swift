@@ -99,6 +99,38 @@ struct EngineBenchmarks {
                        note: "from the silent first 2 s to the sweep at 2 s, while playing; " + Self.describe(timings)))
     }
 
+    /// `setVolume(0.5)` while a sweep plays at full volume: how long until the last sample at the
+    /// old level was heard (−18 dB: a quarter of the old peak is well above the new one). On the
+    /// native stream it is the server's volume; through ALSA the engine rewrites its buffer.
+    func volumeLatency() {
+        var latencies: [Double] = []
+        for _ in 0..<runs {
+            let engine = AudioEngine(configuration: configuration())
+            engine.setQueue(AudioEntryList(paths: [fixtures.longSweep.path]))
+            do { try engine.play() } catch { progress("play failed: \(error)"); continue }
+            Thread.sleep(forTimeInterval: 0.5)
+            let full = recorder.chunks(arrivedAfter: monotonicNanoseconds() - 100_000_000)
+                .flatMap(\.samples).map { abs(Int($0)) }.max() ?? 0
+            let call = monotonicNanoseconds()
+            engine.setVolume(0.5)
+            Thread.sleep(forTimeInterval: 0.3)
+            let after = recorder.chunks(arrivedAfter: call)
+            engine.stop()
+            settle()
+            let loud = after.lastIndex { chunk in chunk.samples.contains { abs(Int($0)) > full / 4 } }
+            let quietFrom = loud.map { $0 + 1 } ?? 0
+            // Counted only when the level fell and stayed down (the rest of the 0.3 s quiet).
+            guard full > 10_000, quietFrom < after.count, after.count - quietFrom > 50 else {
+                progress("volume run not counted: peak \(full), \(after.count - quietFrom) quiet chunks of \(after.count)")
+                continue
+            }
+            latencies.append(Double(after[quietFrom].arrivalNanoseconds - call) / 1e6)
+        }
+        report.add(Row("\(name) volume: setVolume(0.5) -> heard at the new level", unit: "ms", values: latencies,
+                       note: device.hasPrefix("pulseaudio") ? "the stream's volume at the server"
+                           : "the engine's gain; what the device held is written again"))
+    }
+
     /// Where the audio thread's time went (medians, µs), from the engine's statistics.
     static func describe(_ timings: [AudioEngineStatistics.StartTimings]) -> String {
         func median(_ values: [UInt64]) -> String {
