@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// One thing to play: a local audio file, identified in the engine by a token, or an entry
@@ -24,17 +25,23 @@ public struct AudioEntry: Sendable, Hashable {
     public var startTime: Double?
     /// Where in the file playback ends, in seconds (nil: the end).
     public var endTime: Double?
+    /// An amplitude factor for the whole entry (loudness normalization: `ReplayGain.amplitude`),
+    /// applied to the decoded samples before they are mixed or converted. A constant per entry,
+    /// so an entry's dynamics and a gapless album's boundaries (all its entries at the album's
+    /// gain) are untouched. 1, the default, is bit-exact.
+    public var gain: Float
 
-    public init(token: Token, source: Source, startTime: Double? = nil, endTime: Double? = nil) {
+    public init(token: Token, source: Source, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1) {
         self.token = token
         self.source = source
         self.startTime = startTime
         self.endTime = endTime
+        self.gain = gain.isFinite ? max(0, gain) : 1
     }
 
     /// An entry that plays the file at `path`.
-    public init(token: Token, path: String, startTime: Double? = nil, endTime: Double? = nil) {
-        self.init(token: token, source: .file(path: path), startTime: startTime, endTime: endTime)
+    public init(token: Token, path: String, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1) {
+        self.init(token: token, source: .file(path: path), startTime: startTime, endTime: endTime, gain: gain)
     }
 
     /// The file the entry plays (nil when it cannot play).
@@ -453,5 +460,21 @@ struct EntryRun {
     mutating func mayTry() -> Bool {
         tried += 1
         return tried <= bound
+    }
+}
+
+/// ReplayGain's arithmetic: a loudness gain in dB, with a preamp, as an amplitude factor that the
+/// entry's peak keeps from clipping.
+public enum ReplayGain {
+    /// ReplayGain 2.0's reference level, which its gains bring a song to.
+    public static let referenceLUFS = -18.0
+
+    /// 10^((gain + preamp)/20), lowered so that `peak` (the loudest sample, 1 at full scale) times
+    /// it stays at or below 1; 1 when `gainDB` is nil (nothing known: played as it is).
+    public static func amplitude(gainDB: Double?, peak: Double?, preampDB: Double = 0) -> Float {
+        guard let gainDB, gainDB.isFinite else { return 1 }
+        var factor = pow(10, (gainDB + (preampDB.isFinite ? preampDB : 0)) / 20)
+        if let peak, peak.isFinite, peak > 0 { factor = min(factor, 1 / peak) }
+        return Float(factor)
     }
 }

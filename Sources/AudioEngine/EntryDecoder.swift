@@ -117,6 +117,10 @@ public final class EntryDecoder {
             isFinished = true
         }
         entryFrame += producedFrames
+        let gain = entry.gain
+        if gain != 1 {
+            for index in 0..<producedFrames * streamChannels { output[index] *= gain }
+        }
         return UnsafeBufferPointer(start: output, count: producedFrames * streamChannels)
     }
 

@@ -57,6 +57,40 @@ final class EngineCaptureTests: XCTestCase {
                       "only drain silence follows the queue", file: file, line: line)
     }
 
+    /// An entry's gain scales every one of its samples by the same factor, and only its own:
+    /// the entry before it, at 1, is bit-exact, and the boundary stays without a gap.
+    func testAnEntrysGainScalesItsSamplesAndOnlyItsOwn() throws {
+        let signal = TestSignal.sweep(frames: 30_000)
+        let paths = try album(signal, cuts: [12_345])
+        let gain = ReplayGain.amplitude(gainDB: -6, peak: 0.5)  // 0.501…, below the peak's limit of 2
+        XCTAssertEqual(gain, Float(pow(10, -6.0 / 20)), accuracy: 1e-7)
+        let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+        let recorder = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(entries: [AudioEntry(token: .init(rawValue: 1), path: paths[0]),
+                                                 AudioEntry(token: .init(rawValue: 2), path: paths[1], gain: gain)]))
+        try engine.play()
+        recorder.waitForQueueFinished()
+        engine.stop()
+        let exact = signal.map { Int16(($0 * 32_768).rounded(.toNearestOrEven)) }
+        let cut = 12_345 * 2
+        let expected = Array(exact[..<cut]) + signal[cut...].map { sample -> Int16 in
+            // As the engine does it: the decoded float (the file's 16-bit value) times the gain, then to 16 bits.
+            let decoded = Float(Int16((sample * 32_768).rounded(.toNearestOrEven))) / 32_768
+            return Int16((decoded * gain * 32_768).rounded(.toNearestOrEven))
+        }
+        assertCapture(try readCapture(captureURL), equals: expected)
+    }
+
+    /// ReplayGain's factor: the gain and preamp in dB, never past what the peak allows, and 1
+    /// for nothing known or nonsense.
+    func testReplayGainAmplitudeKeepsThePeakBelowFullScale() {
+        XCTAssertEqual(ReplayGain.amplitude(gainDB: nil, peak: 0.9), 1)
+        XCTAssertEqual(ReplayGain.amplitude(gainDB: .nan, peak: 0.9), 1)
+        XCTAssertEqual(ReplayGain.amplitude(gainDB: -9.8, peak: nil), Float(pow(10, -9.8 / 20)), accuracy: 1e-7)
+        XCTAssertEqual(ReplayGain.amplitude(gainDB: 6, peak: 0.8), 1.25, accuracy: 1e-6, "+6 dB would clip a 0.8 peak")
+        XCTAssertEqual(ReplayGain.amplitude(gainDB: -3, peak: 0.5, preampDB: 3), 1, accuracy: 1e-6)
+    }
+
     func testAlbumCutAtOddFramesPlaysBackBitExactWithoutGaps() throws {
         // Cuts at frames that are multiples of no period size (256, 441, 1024, ...).
         let signal = TestSignal.sweep(frames: 61_111)
