@@ -30,18 +30,25 @@ public struct AudioEntry: Sendable, Hashable {
     /// so an entry's dynamics and a gapless album's boundaries (all its entries at the album's
     /// gain) are untouched. 1, the default, is bit-exact.
     public var gain: Float
+    /// Loudness normalization from the file's own ReplayGain tags, read when the entry opens and
+    /// applied on top of `gain` (`.off`, the default, reads nothing).
+    public var normalization: LoudnessNormalization
 
-    public init(token: Token, source: Source, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1) {
+    public init(token: Token, source: Source, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1,
+                normalization: LoudnessNormalization = .off) {
         self.token = token
         self.source = source
         self.startTime = startTime
         self.endTime = endTime
         self.gain = gain.isFinite ? max(0, gain) : 1
+        self.normalization = normalization
     }
 
     /// An entry that plays the file at `path`.
-    public init(token: Token, path: String, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1) {
-        self.init(token: token, source: .file(path: path), startTime: startTime, endTime: endTime, gain: gain)
+    public init(token: Token, path: String, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1,
+                normalization: LoudnessNormalization = .off) {
+        self.init(token: token, source: .file(path: path), startTime: startTime, endTime: endTime, gain: gain,
+                  normalization: normalization)
     }
 
     /// The file the entry plays (nil when it cannot play).
@@ -460,6 +467,75 @@ struct EntryRun {
     mutating func mayTry() -> Bool {
         tried += 1
         return tried <= bound
+    }
+}
+
+/// Which of a file's ReplayGain values an entry plays at (Sound Check on Apple's platforms,
+/// `replay_gain_mode` in MPD), with a preamp in dB. `album` takes the track's values where the
+/// file has no album gain; a file with neither plays as it is.
+public enum LoudnessNormalization: Sendable, Hashable {
+    case off
+    case track(preampDB: Double)
+    case album(preampDB: Double)
+}
+
+/// A file's ReplayGain tags (`REPLAYGAIN_TRACK_GAIN`/`_PEAK`, `REPLAYGAIN_ALBUM_GAIN`/`_PEAK` in
+/// Vorbis comments, ID3v2 `TXXX` frames and MP4 freeform atoms; Opus's `R128_TRACK_GAIN` and
+/// `R128_ALBUM_GAIN`, moved from −23 to ReplayGain's −18 LUFS). Gains are dB to ReplayGain 2.0's
+/// reference level; a value that is not a number, or a gain beyond ±51 dB (no real song needs
+/// that: a tag of +90 dB is broken), is left out and named in `ignored`.
+public struct LoudnessTags: Sendable, Equatable {
+    public var trackGainDB: Double?
+    public var trackPeak: Double?
+    public var albumGainDB: Double?
+    public var albumPeak: Double?
+    /// Tags present but unusable, as "NAME=value".
+    public var ignored: [String] = []
+
+    public init(trackGainDB: Double? = nil, trackPeak: Double? = nil, albumGainDB: Double? = nil, albumPeak: Double? = nil) {
+        self.trackGainDB = trackGainDB
+        self.trackPeak = trackPeak
+        self.albumGainDB = albumGainDB
+        self.albumPeak = albumPeak
+    }
+
+    /// From a file's tags by name (any case).
+    init(tag: (String) -> String?) {
+        func number(_ name: String, range: ClosedRange<Double>) -> Double? {
+            guard let text = tag(name) else { return nil }
+            // "-6.52 dB", "+0.30 dB", "0.988525".
+            let leading = text.split(separator: " ").first.map(String.init) ?? text
+            guard let value = Double(leading.hasPrefix("+") ? String(leading.dropFirst()) : leading), range.contains(value) else {
+                ignored.append("\(name)=\(text)")
+                return nil
+            }
+            return value
+        }
+        func r128(_ name: String) -> Double? {
+            guard let text = tag(name) else { return nil }
+            // Q7.8 fixed point, dB relative to EBU R128's −23 LUFS.
+            guard let value = Int(text), abs(value) <= 51 * 256 else {
+                ignored.append("\(name)=\(text)")
+                return nil
+            }
+            return Double(value) / 256 + (-18 - -23)
+        }
+        let gains = -51.0...51.0, peaks = 0.0...100.0
+        trackGainDB = number("REPLAYGAIN_TRACK_GAIN", range: gains) ?? r128("R128_TRACK_GAIN")
+        trackPeak = number("REPLAYGAIN_TRACK_PEAK", range: peaks)
+        albumGainDB = number("REPLAYGAIN_ALBUM_GAIN", range: gains) ?? r128("R128_ALBUM_GAIN")
+        albumPeak = number("REPLAYGAIN_ALBUM_PEAK", range: peaks)
+    }
+
+    /// The file's values for `normalization`, as an amplitude factor (1: nothing to apply).
+    public func amplitude(for normalization: LoudnessNormalization) -> Float {
+        switch normalization {
+        case .off: 1
+        case .track(let preamp): ReplayGain.amplitude(gainDB: trackGainDB, peak: trackPeak, preampDB: preamp)
+        case .album(let preamp):
+            albumGainDB != nil ? ReplayGain.amplitude(gainDB: albumGainDB, peak: albumPeak, preampDB: preamp)
+                : ReplayGain.amplitude(gainDB: trackGainDB, peak: trackPeak, preampDB: preamp)
+        }
     }
 }
 

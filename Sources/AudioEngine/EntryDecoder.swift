@@ -33,6 +33,11 @@ public final class EntryDecoder {
     private let convertedCapacityInFrames: Int
 
     var token: UInt64 { entry.token.rawValue }
+    /// The factor every sample is scaled by: the entry's `gain` times its normalization's, from
+    /// the file's ReplayGain tags (1: bit-exact).
+    public let gain: Float
+    /// Why the file's loudness tags were not used, when some were unusable.
+    public let loudnessNote: String?
 
     /// Opens `entry` for a stream of `streamRate` Hz and `streamChannels` channels
     /// (reusing `opened` when the file is already open).
@@ -51,6 +56,13 @@ public final class EntryDecoder {
         self.streamRate = streamRate
         self.streamChannels = streamChannels
         self.chunkFrames = chunkFrames
+        if entry.normalization != .off, case .file(let path) = entry.source, let tags = AudioFileDecoder.loudnessTags(atPath: path) {
+            gain = entry.gain * tags.amplitude(for: entry.normalization)
+            loudnessNote = tags.ignored.isEmpty ? nil : "ignored loudness tags: " + tags.ignored.joined(separator: ", ")
+        } else {
+            gain = entry.gain
+            loudnessNote = nil
+        }
         let fileRate = decoder.info.sampleRate
         firstFileFrame = min(decoder.info.frameCount, (entry.startTime ?? 0).frames(at: fileRate))
         // Without an end time, read to what the header declares, so a cut-off file is reported.
@@ -117,7 +129,6 @@ public final class EntryDecoder {
             isFinished = true
         }
         entryFrame += producedFrames
-        let gain = entry.gain
         if gain != 1 {
             for index in 0..<producedFrames * streamChannels { output[index] *= gain }
         }

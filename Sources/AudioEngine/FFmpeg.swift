@@ -630,7 +630,9 @@ private struct LibAV: @unchecked Sendable {
     struct Tags {
         private var values: [String: String] = [:]
 
-        init(_ av: LibAV, _ dictionaries: OpaquePointer?...) {
+        init(_ av: LibAV, _ dictionaries: OpaquePointer?...) { self.init(av, dictionaries) }
+
+        init(_ av: LibAV, _ dictionaries: [OpaquePointer?]) {
             for dictionary in dictionaries {
                 var entry: UnsafeMutablePointer<AVDictionaryEntry>?
                 while let next = av.dictionaryGet(dictionary, "", entry, Int32(AV_DICT_IGNORE_SUFFIX)) {
@@ -644,6 +646,18 @@ private struct LibAV: @unchecked Sendable {
         subscript(name: String) -> String? { values[name.lowercased()] }
     }
 
+    /// Every tag of the file at `path` (the container's and its streams'), read by FFmpeg's
+    /// demuxer for any format it knows (FLAC and Ogg comments, ID3v2 `TXXX` frames, MP4's
+    /// freeform atoms); nil when it cannot open the file.
+    static func readTags(path: String) -> Tags? {
+        guard case .success(let av) = LibAV.loaded else { return nil }
+        var format: Format?
+        guard av.openInput(&format, path, nil, nil) >= 0, let opened = format else { return nil }
+        defer { av.closeInput(&format) }
+        let streams = (0..<Int(opened.pointee.nb_streams)).compactMap { opened.pointee.streams[$0]?.pointee.metadata }
+        return Tags(av, [opened.pointee.metadata] + streams)
+    }
+
     /// The bytes of the stream FFmpeg marks as the file's attached picture (its cover).
     static func coverArt(_ format: Format) -> Data? {
         for index in 0..<Int(format.pointee.nb_streams) {
@@ -654,4 +668,13 @@ private struct LibAV: @unchecked Sendable {
         return nil
     }
 
+}
+
+extension AudioFileDecoder {
+    /// The ReplayGain tags of the file at `path` (nil when it cannot be read), whatever its
+    /// format: read through FFmpeg's demuxers, which know every tag format the decoders meet.
+    public static func loudnessTags(atPath path: String) -> LoudnessTags? {
+        guard let tags = LibAV.readTags(path: path) else { return nil }
+        return LoudnessTags { tags[$0] }
+    }
 }

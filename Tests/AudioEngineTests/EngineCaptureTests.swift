@@ -81,6 +81,58 @@ final class EngineCaptureTests: XCTestCase {
         assertCapture(try readCapture(captureURL), equals: expected)
     }
 
+    /// A file's ReplayGain tags, in each tag format the decoders meet (FLAC's comments, MP3's
+    /// ID3v2 `TXXX` frames, Opus's R128 gains), as ffmpeg writes them; broken values are named
+    /// and never applied.
+    func testLoudnessTagsAreReadFromEveryFormatAndBrokenOnesIgnored() throws {
+        let source = directory.appendingPathComponent("source.flac")
+        try writeAudioFile(source, TestSignal.sweep(frames: 44_100))
+        let tags = ["-metadata", "REPLAYGAIN_TRACK_GAIN=-6.52 dB", "-metadata", "REPLAYGAIN_TRACK_PEAK=0.988525",
+                    "-metadata", "REPLAYGAIN_ALBUM_GAIN=+1.30 dB", "-metadata", "REPLAYGAIN_ALBUM_PEAK=1.000000"]
+        let expected = LoudnessTags(trackGainDB: -6.52, trackPeak: 0.988525, albumGainDB: 1.3, albumPeak: 1)
+        for (name, codec) in [("tagged.flac", "flac"), ("tagged.mp3", "libmp3lame"), ("tagged.ogg", "libvorbis")] {
+            let url = directory.appendingPathComponent(name)
+            try encodeWithFFmpeg(source, to: url, codec: codec, arguments: tags)
+            XCTAssertEqual(AudioFileDecoder.loudnessTags(atPath: url.path), expected, name)
+        }
+        let opus = directory.appendingPathComponent("tagged.opus")
+        try encodeWithFFmpeg(source, to: opus, codec: "libopus", arguments: ["-metadata", "R128_TRACK_GAIN=-1280"])
+        XCTAssertEqual(AudioFileDecoder.loudnessTags(atPath: opus.path)?.trackGainDB, 0, "−5 dB to −23 LUFS is 0 dB to −18")
+        let broken = directory.appendingPathComponent("broken.flac")
+        try encodeWithFFmpeg(source, to: broken, codec: "flac",
+                             arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=+90 dB", "-metadata", "REPLAYGAIN_ALBUM_GAIN=loud"])
+        let read = try XCTUnwrap(AudioFileDecoder.loudnessTags(atPath: broken.path))
+        XCTAssertNil(read.trackGainDB)
+        XCTAssertNil(read.albumGainDB)
+        XCTAssertEqual(Set(read.ignored), ["REPLAYGAIN_TRACK_GAIN=+90 dB", "REPLAYGAIN_ALBUM_GAIN=loud"])
+        XCTAssertEqual(read.amplitude(for: .track(preampDB: 0)), 1, "nothing applied")
+        XCTAssertEqual(AudioFileDecoder.loudnessTags(atPath: source.path), LoudnessTags(), "an untagged file")
+    }
+
+    /// With normalization on, an entry plays at its file's ReplayGain (here the track's −6 dB);
+    /// off, the same file is bit-exact.
+    func testAnEntryPlaysAtItsFilesReplayGainWhenNormalizationIsOn() throws {
+        let signal = TestSignal.sweep(frames: 20_000)
+        let plain = directory.appendingPathComponent("plain.flac")
+        try writeAudioFile(plain, signal)
+        let tagged = directory.appendingPathComponent("tagged.flac")
+        try encodeWithFFmpeg(plain, to: tagged, codec: "flac", arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=-6.00 dB",
+                                                                            "-metadata", "REPLAYGAIN_TRACK_PEAK=0.5"])
+        let exact = signal.map { Int16(($0 * 32_768).rounded(.toNearestOrEven)) }
+        for normalization in [LoudnessNormalization.off, .track(preampDB: 0)] {
+            let engine = AudioEngine(configuration: captureConfiguration(captureURL))
+            let recorder = EventRecorder(engine)
+            engine.setQueue(AudioEntryList(entries: [AudioEntry(token: .init(rawValue: 1), path: tagged.path, normalization: normalization)]))
+            try engine.play()
+            recorder.waitForQueueFinished()
+            engine.stop()
+            let gain = Float(pow(10, -6.0 / 20))
+            let expected = normalization == .off ? exact
+                : exact.map { Int16((Float($0) / 32_768 * gain * 32_768).rounded(.toNearestOrEven)) }
+            assertCapture(try readCapture(captureURL), equals: expected)
+        }
+    }
+
     /// ReplayGain's factor: the gain and preamp in dB, never past what the peak allows, and 1
     /// for nothing known or nonsense.
     func testReplayGainAmplitudeKeepsThePeakBelowFullScale() {
