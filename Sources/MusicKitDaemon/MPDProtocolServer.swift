@@ -245,7 +245,8 @@ final class MPDProtocolServer: @unchecked Sendable {
     /// never waits for another client's start.
     private static let lookups: Set<String> = ["find", "search", "count", "list", "lsinfo", "tagtypes", "commands", "decoders", "ping",
                                                "stats", "listplaylists", "status", "currentsong", "playlistinfo",
-                                               "playlistid", "plchanges", "outputs", "clearerror", "getvol"]
+                                               "playlistid", "plchanges", "outputs", "clearerror", "getvol",
+                                               "replay_gain_status"]
     /// Commands that decide themselves whether anything plays: a start they supersede is not
     /// started again after them (`DaemonOperations`).
     private static let startsOrStops: Set<String> = ["play", "playid", "pause", "stop", "clear"]
@@ -513,6 +514,16 @@ final class MPDProtocolServer: @unchecked Sendable {
         case "volume":
             try setVolume(args, command: command, relative: true)
             return ""
+        case "replay_gain_mode":
+            guard args.count == 1, let mode = ApplicationMusicPlayer.LoudnessMode(rawValue: args[0]) else {
+                throw Failure(code: Failure.argument, command: command, message: "Unrecognized replay gain mode")
+            }
+            player.loudnessMode = mode
+            changed()
+            notify(["options"])
+            return ""
+        case "replay_gain_status":
+            return "replay_gain_mode: \(player.loudnessMode.rawValue)\n"
         case "getvol":
             return "volume: \(Self.percent(player.volume))\n"
         case "tagtypes": return ["Artist", "Album", "Title", "Track", "Date", "Genre", "Disc"].map { "tagtype: \($0)\n" }.joined()
@@ -548,7 +559,8 @@ final class MPDProtocolServer: @unchecked Sendable {
             return ["add", "addid", "clear", "close", "command_list_begin", "command_list_end", "command_list_ok_begin", "commands",
                     "consume", "count", "currentsong", "decoders", "delete", "deleteid", "find", "listplaylists", "load", "stats", "findadd", "getvol", "idle", "list", "lsinfo", "move", "next",
                     "noidle", "outputs", "pause", "ping", "play", "playid", "playlistid", "playlistinfo", "plchanges", "previous",
-                    "random", "repeat", "search", "searchadd", "seek", "seekcur", "seekid", "setvol", "single", "status", "stop", "tagtypes", "volume"].map { "command: \($0)\n" }.joined()
+                    "random", "repeat", "replay_gain_mode", "replay_gain_status", "search", "searchadd", "seek", "seekcur", "seekid", "setvol",
+                    "single", "status", "stop", "tagtypes", "volume"].map { "command: \($0)\n" }.joined()
         default:
             throw Failure(code: Failure.unknown, command: command, message: "unknown command \"\(command)\"")
         }

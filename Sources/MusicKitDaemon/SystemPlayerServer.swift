@@ -415,6 +415,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             "shuffle": player.state.shuffleMode == .songs ? "songs" : "off",
             "pausesAfterEachEntry": .bool(player.pausesAfterEachEntry),
             "volume": .number(player.volume),
+            "loudness": .string(player.loudnessMode.rawValue),
         ]
         if let currentID, let index = contents.index(ofEntryID: currentID) { object["current"] = JSONValue(index) }
         do {
@@ -444,6 +445,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
             // Only a volume someone turned down: at 1 the server's own stays (a desktop may have
             // restored the person's setting for the application).
             if let volume = object["volume"]?.number, volume < 1 { player.volume = volume }
+            if let mode = object["loudness"]?.string.flatMap(ApplicationMusicPlayer.LoudnessMode.init(rawValue:)) {
+                player.loudnessMode = mode
+            }
             if let time = object["time"]?.number, time > 0 { player.playbackTime = time }
             log("restored \(contents.count) entries from \(stateURL.path)")
         } catch {

@@ -60,6 +60,9 @@ enum ProbeCommand {
                             + "\(formatTime(info.duration)) (\(info.frameCount) frames declared, \(frames) decoded"
                             + (rate.map { " at \($0) Hz" } ?? "") + ")"
                             + (tags.isEmpty ? "" : "; " + tags.joined(separator: ", ")) + "\n")
+                if let loudness = AudioFileDecoder.loudnessTags(atPath: path), let line = Self.describe(loudness) {
+                    Console.out("  \(line)\n")
+                }
             } catch {
                 failures += 1
                 if !quiet { Console.error("musickit probe: \(errorMessage(error))\n") }
@@ -67,5 +70,18 @@ enum ProbeCommand {
         }
         if failures == 0 { return .success }
         return failures == parsed.positionals.count ? .nothingPlayable : .someEntriesFailed
+    }
+
+    /// The file's ReplayGain values, and the tags that were there but could not be used.
+    static func describe(_ tags: LoudnessTags) -> String? {
+        func gain(_ dB: Double?, _ peak: Double?) -> String? {
+            guard let dB else { return nil }
+            return String(format: "%+.2f dB", dB) + (peak.map { String(format: " (peak %.6f)", $0) } ?? "")
+        }
+        var parts: [String] = []
+        if let track = gain(tags.trackGainDB, tags.trackPeak) { parts.append("track \(track)") }
+        if let album = gain(tags.albumGainDB, tags.albumPeak) { parts.append("album \(album)") }
+        if !tags.ignored.isEmpty { parts.append("ignored: " + tags.ignored.joined(separator: ", ")) }
+        return parts.isEmpty ? nil : "ReplayGain: " + parts.joined(separator: "; ")
     }
 }

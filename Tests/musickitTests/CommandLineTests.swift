@@ -117,6 +117,23 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(result.out.contains("130"))
     }
 
+    /// `probe` says what a file is, its ReplayGain values, and the loudness tags it ignores
+    /// (issue #45: a broken tag is named, never applied).
+    func testProbeShowsTheReplayGainAndNamesBrokenTags() throws {
+        let directory = try temporaryDirectory()
+        let plain = directory.appendingPathComponent("plain.flac")
+        try tone(plain, hz: 440, seconds: 1, title: "Plain")
+        let tagged = directory.appendingPathComponent("tagged.flac")
+        try encodeWithFFmpeg(plain, to: tagged, codec: "flac",
+                             arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=-6.52 dB", "-metadata", "REPLAYGAIN_TRACK_PEAK=0.98",
+                                         "-metadata", "REPLAYGAIN_ALBUM_GAIN=+90 dB"])
+        let result = try run(["probe", plain.path, tagged.path])
+        XCTAssertEqual(result.code, 0, result.err)
+        let lines = result.out.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3, "one line per file, and the tagged one's ReplayGain: \(result.out)")
+        XCTAssertEqual(lines.last, "  ReplayGain: track -6.52 dB (peak 0.980000); ignored: REPLAYGAIN_ALBUM_GAIN=+90 dB")
+    }
+
     func testEveryCommandHasHelp() throws {
         for command in ["play", "search", "catalog", "status", "seek", "volume", "daemon"] {
             let result = try run([command, "--help"])

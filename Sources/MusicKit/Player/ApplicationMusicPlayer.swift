@@ -185,6 +185,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var transition: MusicPlayer.Transition = .none
         /// See `volume`; nil until set.
         var volume: Double?
+        var loudnessMode: LoudnessMode = .off
+        var loudnessPreampDB: Double = 0
         /// Counts pauses, so that a release scheduled by one pause is not done after a later one.
         var pauseCount = 0
         /// See `pausesAfterEachEntry`.
@@ -771,6 +773,46 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     private func giveModesToProvider() {
         provider.setModes(repeatMode: state.repeatMode ?? .none, shuffles: state.shuffleMode == .songs,
                           pausesAfterEachEntry: pausesAfterEachEntry)
+        provider.setNormalization(loudnessNormalization)
+    }
+
+    /// Loudness normalization from the songs' ReplayGain tags (Linux addition: Apple's Sound Check
+    /// is a system setting). `off`, the default, plays every file as it is (bit-exact); `track`
+    /// brings each song to ReplayGain 2.0's −18 LUFS; `album` keeps an album's songs at one
+    /// gain, so its dynamics and gapless joins stay; `auto` is `album` unless shuffling (MPD's
+    /// rule). Songs without tags play as they are. Applies from the next entry decoded.
+    public enum LoudnessMode: String, Sendable, CaseIterable {
+        case off, track, album, auto
+    }
+
+    public var loudnessMode: LoudnessMode {
+        get { control.withLock { $0.loudnessMode } }
+        set {
+            control.withLock { $0.loudnessMode = newValue }
+            giveModesToProvider()
+            engine.queueDidChange()
+        }
+    }
+
+    /// Added to every ReplayGain gain, in dB (the songs' peaks still keep them from clipping).
+    public var loudnessPreampDB: Double {
+        get { control.withLock { $0.loudnessPreampDB } }
+        set {
+            control.withLock { $0.loudnessPreampDB = newValue.isFinite ? min(max(newValue, -15), 15) : 0 }
+            giveModesToProvider()
+            engine.queueDidChange()
+        }
+    }
+
+    /// What the entries decoded from now on play at.
+    private var loudnessNormalization: LoudnessNormalization {
+        let (mode, preamp) = control.withLock { ($0.loudnessMode, $0.loudnessPreampDB) }
+        switch mode {
+        case .off: return .off
+        case .track: return .track(preampDB: preamp)
+        case .album: return .album(preampDB: preamp)
+        case .auto: return state.shuffleMode == .songs ? .track(preampDB: preamp) : .album(preampDB: preamp)
+        }
     }
 
     /// Whether playback stops at the end of each entry, paused at the start of the next one

@@ -48,6 +48,8 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         /// Nothing follows an entry (the player pauses after each; see
         /// `ApplicationMusicPlayer.pausesAfterEachEntry`), unless it repeats.
         var pausesAfterEachEntry = false
+        /// Which ReplayGain values the entries issued from now on play at.
+        var normalization: LoudnessNormalization = .off
         /// Whether catalog content plays in this session (decided by the player when it starts,
         /// or when the first catalog entry comes).
         var catalogAccess: PlaybackServices.SessionCatalogAccess = .decided(.denied(reason: "the session has not started"))
@@ -81,6 +83,15 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
             state.jumpToken = nil
             state.shufflePlayed = entryID.map { [$0] } ?? []
             state.started.removeAll()
+        }
+    }
+
+    /// Entries issued from now on play at `normalization` (the ones decoded ahead are asked again).
+    func setNormalization(_ normalization: LoudnessNormalization) {
+        state.withLock { state in
+            guard state.normalization != normalization else { return }
+            state.normalization = normalization
+            PlayerQueueProvider.forgetSuccessors(&state)
         }
     }
 
@@ -324,7 +335,7 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         if state.shuffles { state.shufflePlayed.insert(entry.id) }
         let audio = AudioEntry(token: .init(rawValue: token),
                                source: PlaybackServices.source(of: entry, catalogAccess: state.catalogAccess.value),
-                               startTime: entry.startTime, endTime: entry.endTime)
+                               startTime: entry.startTime, endTime: entry.endTime, normalization: state.normalization)
         let issued = Issued(entry: entry, audio: audio, index: index)
         state.issued[token] = issued
         state.issueOrder.append(token)

@@ -51,6 +51,40 @@ final class PlayerCaptureTests: XCTestCase {
         XCTAssertEqual(player.state.audioVariant, .lossless)
     }
 
+    /// Loudness normalization from the songs' ReplayGain tags: in `album` mode an album's songs
+    /// play at its one gain, gapless (each sample scaled alike); in `track` mode each at its own;
+    /// `off` (the default) leaves them bit-exact, as the test above checks.
+    func testLoudnessModesPlayTheSongsAtTheirReplayGain() async throws {
+        let signal = TestSignal.sweep(frames: 40_000)
+        let songs = try GeneratedSongs.cut(signal, at: [17_777], into: directory)
+        for (index, song) in songs.enumerated() {
+            let path = try XCTUnwrap(song.resource.string("filePath"))
+            let tagged = directory.appendingPathComponent("tagged.flac")
+            try encodeWithFFmpeg(URL(fileURLWithPath: path), to: tagged, codec: "flac",
+                                 arguments: ["-map_metadata", "0", "-metadata", "REPLAYGAIN_TRACK_GAIN=\(index == 0 ? -3 : -9).00 dB",
+                                             "-metadata", "REPLAYGAIN_ALBUM_GAIN=-6.00 dB", "-metadata", "REPLAYGAIN_ALBUM_PEAK=0.5"])
+            try FileManager.default.removeItem(atPath: path)
+            try FileManager.default.moveItem(atPath: tagged.path, toPath: path)
+        }
+        func scaled(_ samples: ArraySlice<Int16>, dB: Double) -> [Int16] {
+            let gain = Float(pow(10, dB / 20))
+            return samples.map { Int16((Float($0) / 32_768 * gain * 32_768).rounded(.toNearestOrEven)) }
+        }
+        let exact = pcm16(signal)
+        let cut = 17_777 * 2
+        for (mode, expected) in [(ApplicationMusicPlayer.LoudnessMode.album, scaled(exact[...], dB: -6)),
+                                 (.track, scaled(exact[..<cut], dB: -3) + scaled(exact[cut...], dB: -9))] {
+            let player = makePlayer()
+            let log = PlayerEventLog(player)
+            player.loudnessMode = mode
+            player.queue = ApplicationMusicPlayer.Queue(for: songs)
+            try await player.play()
+            await log.wait("the end of the queue") { $0.finished }
+            XCTAssertEqual(try captured(), trimmingTrailingSilence(expected), "\(mode)")
+            players.removeAll()
+        }
+    }
+
     /// A player that plays `songs` repeating one until `starts` entries started, then stopped.
     private func playRepeatingOne(_ songs: [Song], untilStarts starts: Int) async throws -> (ApplicationMusicPlayer, PlayerEventLog) {
         let player = makePlayer()

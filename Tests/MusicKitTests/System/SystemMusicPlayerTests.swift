@@ -462,6 +462,30 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(try mpc("volume").out, "volume: 35%\n", "kept across a restart")
     }
 
+    /// MPD's `replay_gain_mode` sets the player's loudness normalization (off by default, as
+    /// MPD's), `replay_gain_status` reads it, idle clients hear `options`, an unknown mode is
+    /// refused as MPD refuses it, and the daemon keeps it across a restart.
+    func testReplayGainModeIsSetReadAndKept() throws {
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"))
+        XCTAssertEqual(mpd.exchange("replay_gain_status\n"), "replay_gain_mode: off\nOK\n")
+        let idler = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
+        XCTAssertTrue(idler.greeting().hasPrefix("OK MPD"))
+        _ = idler.exchange("idle options\n", until: { _ in true })  // sent; its answer comes with the change
+        XCTAssertEqual(mpd.exchange("replay_gain_mode album\n"), "OK\n")
+        XCTAssertEqual(idler.exchange("", until: { $0.hasSuffix("OK\n") }), "changed: options\nOK\n")
+        XCTAssertEqual(mpd.exchange("replay_gain_status\n"), "replay_gain_mode: album\nOK\n")
+        XCTAssertEqual(mpd.exchange("replay_gain_mode loud\n"), "ACK [2@0] {replay_gain_mode} Unrecognized replay gain mode\n")
+        XCTAssertEqual(mpd.exchange("replay_gain_mode auto\n"), "OK\n")
+
+        let player = SystemMusicPlayer(environment: environment)
+        try player.stopDaemon()
+        _ = try player.daemonProcessID()
+        let again = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
+        XCTAssertTrue(again.greeting().hasPrefix("OK MPD"))
+        XCTAssertEqual(again.exchange("replay_gain_status\n"), "replay_gain_mode: auto\nOK\n", "kept across a restart")
+    }
+
     /// MPD's protocol on 127.0.0.1 is off by default; `MUSICKIT_MPD_PORT` (or musickitd
     /// `--mpd-port`) turns it on, for clients that only speak TCP.
     func testMPDOverTCPIsOffByDefaultAndServesMpcOnTheGivenPort() throws {
