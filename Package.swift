@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr / CPulse; MusicKit -> CSQLite / COpenSSL / CPNG;
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr / CEbur128 / CPulse; MusicKit -> CSQLite / COpenSSL / CPNG;
 // musickitd -> MusicKitDaemon -> MusicKit, CSystemd; musickit -> MusicKitTerminal -> MusicKit.
 import PackageDescription
 
@@ -27,6 +27,9 @@ let package = Package(
         // that a command that plays nothing does not load them at start (0.75 ms).
         .systemLibrary(name: "CSndFile", path: "Sources/CSndFile"),
         .systemLibrary(name: "CSoxr", path: "Sources/CSoxr"),
+        // libebur128's header (libebur128-dev), for measuring songs' loudness. Not linked: opened
+        // when a file is first measured (Sources/AudioEngine/LoudnessMeter.swift).
+        .systemLibrary(name: "CEbur128", path: "Sources/CEbur128"),
         // FFmpeg's headers (libavformat-dev, libavcodec-dev, libavutil-dev), for MP4 audio (AAC,
         // ALAC). Not linked: opened when the first MP4 file is (Sources/AudioEngine/FFmpeg.swift).
         .systemLibrary(name: "CFFmpeg", path: "Sources/CFFmpeg"),
@@ -53,7 +56,7 @@ let package = Package(
 
         .target(
             name: "AudioEngine",
-            dependencies: ["CALSA", "CSndFile", "CFFmpeg", "CSoxr", "CPulse", "CLinux"],
+            dependencies: ["CALSA", "CSndFile", "CFFmpeg", "CSoxr", "CEbur128", "CPulse", "CLinux"],
             swiftSettings: [
                 // `@_noLocks` on the render step is verified where generics are specialized:
                 // in optimized builds (`swift build -c release`). Unoptimized builds cannot see

@@ -10,15 +10,17 @@ import MusicKitTerminal
 enum ProbeCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--rate", valueName: "HZ", help: "decode converted to this rate (default: the file's)")],
-        flags: [.init(name: "--quiet", help: "print nothing; the exit code says it all")],
+        flags: [.init(name: "--quiet", help: "print nothing; the exit code says it all"),
+                .init(name: "--loudness", help: "also measure the loudness (EBU R128: integrated LUFS, true peak) and its ReplayGain")],
         positionalName: "FILE...", minimumPositionals: 1)
 
     static let help = """
-    usage: musickit probe [--rate HZ] [--quiet] FILE...
+    usage: musickit probe [--rate HZ] [--quiet] [--loudness] FILE...
 
     Opens each audio file and decodes it to the end, as the player would, without playing it:
-    prints its format, rate, channels, declared and decoded length and tags, or why it cannot
-    be played (missing, not audio, corrupt, truncated).
+    prints its format, rate, channels, declared and decoded length and tags, its ReplayGain
+    tags (and the broken ones, never applied), or why it cannot be played (missing, not
+    audio, corrupt, truncated). --loudness measures it too (libebur128).
 
     options:
     \(spec.optionsHelp())
@@ -62,6 +64,15 @@ enum ProbeCommand {
                             + (tags.isEmpty ? "" : "; " + tags.joined(separator: ", ")) + "\n")
                 if let loudness = AudioFileDecoder.loudnessTags(atPath: path), let line = Self.describe(loudness) {
                     Console.out("  \(line)\n")
+                }
+                if parsed.has("--loudness") {
+                    if let measured = try LoudnessMeter.measure(path: path) {
+                        Console.out(String(format: "  loudness: %.2f LUFS, true peak %.6f (%.2f dBTP); ReplayGain %+.2f dB\n",
+                                           measured.integratedLUFS, measured.truePeak, 20 * log10(max(measured.truePeak, 1e-9)),
+                                           measured.replayGainDB))
+                    } else {
+                        Console.out("  loudness: silent (no block above EBU R128's gate)\n")
+                    }
                 }
             } catch {
                 failures += 1

@@ -134,6 +134,32 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(lines.last, "  ReplayGain: track -6.52 dB (peak 0.980000); ignored: REPLAYGAIN_ALBUM_GAIN=+90 dB")
     }
 
+    /// `probe --loudness` measures as an independent meter does (FFmpeg's `ebur128` filter):
+    /// two tones 20 dB apart, and a bundled preview.
+    func testProbeMeasuresLoudnessAsFFmpegsMeterDoes() throws {
+        let directory = try temporaryDirectory()
+        let loud = directory.appendingPathComponent("loud.flac")
+        let quiet = directory.appendingPathComponent("quiet.flac")
+        try writeAudioFile(loud, TestSignal.tone(hz: 997, frames: 44_100 * 5, sampleRate: 44_100, channels: 2, amplitude: 0.5))
+        try writeAudioFile(quiet, TestSignal.tone(hz: 997, frames: 44_100 * 5, sampleRate: 44_100, channels: 2, amplitude: 0.05))
+        let preview = try XCTUnwrap(MusicKitEnvironment.bundledAssets()).appendingPathComponent("Previews/mx-ar-02.ogg")
+        for url in [loud, quiet, preview] {
+            let result = try run(["probe", "--loudness", url.path])
+            XCTAssertEqual(result.code, 0, result.err)
+            let lines: [String] = result.out.components(separatedBy: "\n")
+            let line: String = try XCTUnwrap(lines.first { $0.contains("loudness:") }, result.out)
+            let words: [String] = line.split(separator: " ").map(String.init)
+            let ours: Double = try XCTUnwrap(Double(words[1]), line)
+            let ffmpeg = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-nostats", "-i", url.path,
+                                                         "-af", "ebur128=peak=true", "-f", "null", "-"], environment: [:])
+            // Its summary: "    I:         -14.2 LUFS".
+            let summary: [String] = ffmpeg.out.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            let integrated: String = try XCTUnwrap(summary.last { $0.hasPrefix("I:") }, ffmpeg.out)
+            let theirs: Double = try XCTUnwrap(Double(integrated.split(separator: " ").map(String.init)[1]), integrated)
+            XCTAssertEqual(ours, theirs, accuracy: 0.11, "\(url.lastPathComponent): \(line) against FFmpeg's \(integrated)")
+        }
+    }
+
     func testEveryCommandHasHelp() throws {
         for command in ["play", "search", "catalog", "status", "seek", "volume", "daemon"] {
             let result = try run([command, "--help"])
