@@ -33,6 +33,9 @@ public struct AudioEntry: Sendable, Hashable {
     /// Loudness normalization from the file's own ReplayGain tags, read when the entry opens and
     /// applied on top of `gain` (`.off`, the default, reads nothing).
     public var normalization: LoudnessNormalization
+    /// The file's measured loudness (`LoudnessMeter`), used as its track values when it carries
+    /// no ReplayGain tags.
+    public var measuredLoudness: LoudnessMeasurement?
 
     public init(token: Token, source: Source, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1,
                 normalization: LoudnessNormalization = .off) {
@@ -42,6 +45,7 @@ public struct AudioEntry: Sendable, Hashable {
         self.endTime = endTime
         self.gain = gain.isFinite ? max(0, gain) : 1
         self.normalization = normalization
+        measuredLoudness = nil
     }
 
     /// An entry that plays the file at `path`.

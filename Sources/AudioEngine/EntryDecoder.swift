@@ -56,7 +56,12 @@ public final class EntryDecoder {
         self.streamRate = streamRate
         self.streamChannels = streamChannels
         self.chunkFrames = chunkFrames
-        if entry.normalization != .off, case .file(let path) = entry.source, let tags = AudioFileDecoder.loudnessTags(atPath: path) {
+        if entry.normalization != .off, case .file(let path) = entry.source,
+           var tags = AudioFileDecoder.loudnessTags(atPath: path) ?? entry.measuredLoudness.map({ _ in LoudnessTags() }) {
+            if tags.trackGainDB == nil && tags.albumGainDB == nil, let measured = entry.measuredLoudness {
+                tags.trackGainDB = measured.replayGainDB
+                tags.trackPeak = measured.truePeak
+            }
             gain = entry.gain * tags.amplitude(for: entry.normalization)
             loudnessNote = tags.ignored.isEmpty ? nil : "ignored loudness tags: " + tags.ignored.joined(separator: ", ")
         } else {

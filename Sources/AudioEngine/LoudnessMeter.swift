@@ -5,9 +5,14 @@ import CEbur128
 
 /// A file's loudness as EBU R128 measures it: integrated loudness (gated, in LUFS) and its true
 /// peak (4× oversampled, 1 at full scale), and the ReplayGain 2.0 gain that brings it to −18 LUFS.
-public struct LoudnessMeasurement: Sendable, Equatable {
+public struct LoudnessMeasurement: Sendable, Hashable {
     public var integratedLUFS: Double
     public var truePeak: Double
+
+    public init(integratedLUFS: Double, truePeak: Double) {
+        self.integratedLUFS = integratedLUFS
+        self.truePeak = truePeak
+    }
 
     /// The gain to ReplayGain 2.0's reference level, in dB.
     public var replayGainDB: Double { ReplayGain.referenceLUFS - integratedLUFS }

@@ -59,11 +59,14 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
 
     private let queue: MusicPlayer.Queue
     private let state = Mutex(State())
+    /// Where untagged files' measured loudness is kept (see `LoudnessStore`), while normalization is on.
+    let loudnessStore: LoudnessStore?
     /// Answers kept for lookups; older ones are forgotten (a long session stays small).
     static let retainedAnswers = 1_024
 
-    init(queue: MusicPlayer.Queue) {
+    init(queue: MusicPlayer.Queue, environment: MusicKitEnvironment = .current) {
         self.queue = queue
+        loudnessStore = LoudnessStore.open(environment)
     }
 
     // MARK: - Control (player threads)
@@ -333,9 +336,14 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         let token = state.nextToken
         state.nextToken += 1
         if state.shuffles { state.shufflePlayed.insert(entry.id) }
-        let audio = AudioEntry(token: .init(rawValue: token),
+        var audio = AudioEntry(token: .init(rawValue: token),
                                source: PlaybackServices.source(of: entry, catalogAccess: state.catalogAccess.value),
                                startTime: entry.startTime, endTime: entry.endTime, normalization: state.normalization)
+        if state.normalization != .off, let path = audio.path, let store = loudnessStore {
+            // Used only where the file has no ReplayGain tags; measured for next time when unknown.
+            audio.measuredLoudness = store.measurement(ofFile: path)
+            if audio.measuredLoudness == nil { store.measureSoon(path) }
+        }
         let issued = Issued(entry: entry, audio: audio, index: index)
         state.issued[token] = issued
         state.issueOrder.append(token)

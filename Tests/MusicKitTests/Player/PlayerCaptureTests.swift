@@ -85,6 +85,31 @@ final class PlayerCaptureTests: XCTestCase {
         }
     }
 
+    /// A song without ReplayGain tags is measured (EBU R128) in the background the first time it
+    /// is queued with normalization on, playing as it is meanwhile, and from then on plays at
+    /// the measured gain: brought to −18 LUFS, never past its true peak.
+    func testAnUntaggedSongIsMeasuredOnceAndThenPlaysNormalized() async throws {
+        let signal = TestSignal.tone(hz: 997, frames: 44_100 * 2, sampleRate: 44_100, channels: 2, amplitude: 0.5)
+        let songs = try GeneratedSongs.cut(signal, at: [], into: directory, name: "loud")
+        let path = try XCTUnwrap(songs[0].resource.string("filePath"))
+        let measured = try XCTUnwrap(try LoudnessMeter.measure(path: path))
+        let gain = ReplayGain.amplitude(gainDB: measured.replayGainDB, peak: measured.truePeak)
+        XCTAssertLessThan(gain, 0.6, "a loud tone is turned down")
+        let exact = pcm16(signal)
+        for (round, expected) in [(1, exact), (2, exact.map { Int16((Float($0) / 32_768 * gain * 32_768).rounded(.toNearestOrEven)) })] {
+            let player = makePlayer()
+            let log = PlayerEventLog(player)
+            player.loudnessMode = .track
+            player.queue = ApplicationMusicPlayer.Queue(for: songs)
+            try await player.play()
+            await log.wait("the end of the queue") { $0.finished }
+            XCTAssertEqual(try captured(), trimmingTrailingSilence(expected), "round \(round)")
+            players.removeAll()
+            LoudnessStore.open(.current)?.waitForMeasurements()
+        }
+        XCTAssertEqual(LoudnessStore.open(.current)?.measurement(ofFile: path), measured, "kept in the data folder")
+    }
+
     /// A player that plays `songs` repeating one until `starts` entries started, then stopped.
     private func playRepeatingOne(_ songs: [Song], untilStarts starts: Int) async throws -> (ApplicationMusicPlayer, PlayerEventLog) {
         let player = makePlayer()

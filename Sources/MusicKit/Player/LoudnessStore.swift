@@ -1,0 +1,123 @@
+import AudioEngine
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// Songs' measured loudness (`LoudnessMeter`: EBU R128), kept on disk
+/// (`<data>/loudness.sqlite`) by file, so that a file without ReplayGain tags is measured once
+/// and then plays normalized like a tagged one (files with ReplayGain tags are not measured).
+/// One per data folder and process.
+///
+/// Measuring decodes the whole file (~60 ms for a 30 s Ogg preview here), so it is never on the
+/// way to a sound: the player looks a file up when it queues it (one indexed read) and, when it
+/// is not there yet, has it measured on a background queue for the next time it plays. A
+/// changed file (size or modification time) is measured again.
+///
+/// Thread safety: any thread; the connection is behind a mutex.
+final class LoudnessStore: Sendable {
+    static let fileName = "loudness.sqlite"
+    private let database: Mutex<SQLiteDatabase>
+    private let queue = DispatchQueue(label: "musickit.loudness", qos: .utility)
+    /// Files waiting for the background queue, so that each is measured once at a time.
+    private let pending = Mutex<Set<String>>([])
+    /// Files not to measure this session: they cannot be decoded, or carry ReplayGain tags.
+    private let skipped = Mutex<Set<String>>([])
+
+    private static let stores = Mutex<[URL: LoudnessStore]>([:])
+
+    /// The store of `environment`'s data folder; nil when it cannot be opened (then nothing is
+    /// measured, and untagged songs play as they are).
+    static func open(_ environment: MusicKitEnvironment) -> LoudnessStore? {
+        let path = environment.dataDirectory.appendingPathComponent(fileName)
+        return stores.withLock { stores in
+            if let store = stores[path] { return store }
+            guard let store = try? LoudnessStore(path: path) else { return nil }
+            stores[path] = store
+            return store
+        }
+    }
+
+    private init(path: URL) throws {
+        try PrivateFiles.ensureDirectory(path.deletingLastPathComponent())
+        let database: SQLiteDatabase
+        do {
+            database = try Self.openDatabase(path)
+        } catch let error as SQLiteError where error.isCorruptOrForeign {
+            // Only measurements: a broken file is replaced, and they are made again.
+            for suffix in ["", "-wal", "-shm"] { unlink(path.path + suffix) }
+            database = try Self.openDatabase(path)
+        }
+        self.database = Mutex(database)
+    }
+
+    private static func openDatabase(_ path: URL) throws -> SQLiteDatabase {
+        try PrivateFiles.createPrivateFileIfMissing(path.path)
+        let database = try SQLiteDatabase(path: path.path)
+        try database.execute("""
+            PRAGMA journal_mode=WAL;
+            CREATE TABLE IF NOT EXISTS loudness(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
+                                                lufs REAL NOT NULL, peak REAL NOT NULL);
+            """)
+        PrivateFiles.restrictToOwner(path.path, withDatabaseCompanions: true)
+        return database
+    }
+
+    /// The file's size and modification time (ns), nil when it is not there.
+    private static func identity(_ path: String) -> (size: Int, modified: Int)? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return (Int(status.st_size), status.st_mtim.tv_sec * 1_000_000_000 + status.st_mtim.tv_nsec)
+    }
+
+    /// The file's measurement, if it was measured as it is now.
+    func measurement(ofFile path: String) -> LoudnessMeasurement? {
+        guard let identity = Self.identity(path) else { return nil }
+        return try? database.withLock { database in
+            try database.statement("SELECT lufs, peak FROM loudness WHERE path = ?1 AND size = ?2 AND mtime = ?3")
+                .rows([path, identity.size, identity.modified]) { LoudnessMeasurement(integratedLUFS: $0.double(0), truePeak: $0.double(1)) }
+                .first
+        }
+    }
+
+    /// Has the file measured on the background queue unless it is being measured already (or
+    /// could not be this session). `done` is called there afterwards (for tests).
+    func measureSoon(_ path: String, done: (@Sendable () -> Void)? = nil) {
+        guard !skipped.withLock({ $0.contains(path) }), pending.withLock({ $0.insert(path).inserted }) else { return }
+        queue.async { [self] in
+            defer {
+                pending.withLock { _ = $0.remove(path) }
+                done?()
+            }
+            guard let before = Self.identity(path) else { return }
+            if let tags = AudioFileDecoder.loudnessTags(atPath: path), tags.trackGainDB != nil || tags.albumGainDB != nil {
+                skipped.withLock { _ = $0.insert(path) }  // its tags say it all
+                return
+            }
+            let measured: LoudnessMeasurement
+            do {
+                guard let result = try LoudnessMeter.measure(path: path) else {
+                    // Silence: nothing to normalize; kept so that it is not measured again.
+                    return store(LoudnessMeasurement(integratedLUFS: ReplayGain.referenceLUFS, truePeak: 0), path, before)
+                }
+                measured = result
+            } catch {
+                skipped.withLock { _ = $0.insert(path) }
+                return
+            }
+            // A file that changed while it was measured is measured again next time.
+            guard let after = Self.identity(path), after == before else { return }
+            store(measured, path, before)
+        }
+    }
+
+    private func store(_ measured: LoudnessMeasurement, _ path: String, _ identity: (size: Int, modified: Int)) {
+        try? database.withLock { database in
+            try database.statement("INSERT OR REPLACE INTO loudness(path, size, mtime, lufs, peak) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .run([path, identity.size, identity.modified, measured.integratedLUFS, measured.truePeak])
+        }
+    }
+
+    /// Waits until the files asked for so far are measured (for tests).
+    func waitForMeasurements() { queue.sync {} }
+}
