@@ -785,6 +785,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         case off, track, album, auto
     }
 
+    /// The player's loudness normalization (see `LoudnessMode`); `.off` until set (Linux addition).
     public var loudnessMode: LoudnessMode {
         get { control.withLock { $0.loudnessMode } }
         set {
@@ -794,7 +795,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
     }
 
-    /// Added to every ReplayGain gain, in dB (the songs' peaks still keep them from clipping).
+    /// Added to every ReplayGain gain, in dB, −15…15 (the songs' peaks still keep them from
+    /// clipping) (Linux addition).
     public var loudnessPreampDB: Double {
         get { control.withLock { $0.loudnessPreampDB } }
         set {
