@@ -415,8 +415,9 @@ package final class SystemPlayerServer: @unchecked Sendable {
             "shuffle": player.state.shuffleMode == .songs ? "songs" : "off",
             "pausesAfterEachEntry": .bool(player.pausesAfterEachEntry),
             "volume": .number(player.volume),
-            "loudness": .string(player.loudnessMode.rawValue),
         ]
+        // Only a mode set through the daemon (MPD's replay_gain_mode); else it follows the account.
+        if let mode = player.loudnessModeSetHere { object["loudness"] = .string(mode.rawValue) }
         if let currentID, let index = contents.index(ofEntryID: currentID) { object["current"] = JSONValue(index) }
         do {
             let data = Data(JSONValue.object(object).serialized.utf8)

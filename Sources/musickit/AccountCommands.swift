@@ -32,13 +32,16 @@ enum AccountCommand {
                   .init(name: "--subscription", valueName: "active|none", help: "an active Apple Music subscription or none"),
                   .init(name: "--explicit", valueName: "on|off", help: "allow explicit content"),
                   .init(name: "--listening-history", valueName: "on|off", help: "\"Use Listening History\""),
-                  .init(name: "--cloud-library", valueName: "on|off", help: "iCloud Music Library")],
+                  .init(name: "--cloud-library", valueName: "on|off", help: "iCloud Music Library"),
+                  .init(name: "--sound-check", valueName: "off|track|album|auto",
+                        help: "play songs at one loudness (their ReplayGain): every player's default")],
         flags: [.init(name: "--json", help: "print the settings as JSON")],
         positionalName: "", maximumPositionals: 0)
 
     static let help = """
     usage: musickit account [--storefront CODE] [--subscription active|none] [--explicit on|off]
-                            [--listening-history on|off] [--cloud-library on|off] [--json]
+                            [--listening-history on|off] [--cloud-library on|off]
+                            [--sound-check off|track|album|auto] [--json]
 
     Shows the account (storefront, subscription, explicit content, listening history), and
     changes what the options say. The settings live in $XDG_CONFIG_HOME/musickit/account.json,
@@ -79,6 +82,12 @@ enum AccountCommand {
             if let value = try flag("--explicit") { changes.append { $0.allowsExplicitContent = value } }
             if let value = try flag("--listening-history") { changes.append { $0.usesListeningHistory = value } }
             if let value = try flag("--cloud-library") { changes.append { $0.hasCloudLibraryEnabled = value } }
+            if let value = parsed.option("--sound-check") {
+                guard let mode = ApplicationMusicPlayer.LoudnessMode(rawValue: value) else {
+                    throw UsageError(message: "--sound-check takes off, track, album or auto, not \(value)")
+                }
+                changes.append { $0.soundCheck = mode }
+            }
         } catch {
             Console.error("musickit account: \(errorMessage(error))\n\n\(help)\n")
             return .usage
@@ -99,6 +108,7 @@ enum AccountCommand {
                 explicit content:   \(updated.allowsExplicitContent ? "allowed" : "not allowed")
                 listening history:  \(updated.usesListeningHistory ? "on" : "off")
                 cloud library:      \(updated.hasCloudLibraryEnabled ? "on" : "off")
+                sound check:        \(updated.soundCheck.rawValue)
 
                 """)
             }

@@ -160,6 +160,19 @@ final class CommandLineTests: XCTestCase {
         }
     }
 
+    /// `account --sound-check` is the account's Sound Check, which every player starts with.
+    func testAccountSetsSoundCheck() throws {
+        let environment = try isolatedEnvironment()
+        XCTAssertTrue(try run(["account"], environment: environment).out.contains("sound check:        off\n"))
+        let set = try run(["account", "--sound-check", "album"], environment: environment)
+        XCTAssertEqual(set.code, 0, set.err)
+        XCTAssertTrue(set.out.contains("sound check:        album\n"), set.out)
+        XCTAssertTrue(try run(["account", "--json"], environment: environment).out.contains("\"soundCheck\" : \"album\""))
+        let bad = try run(["account", "--sound-check", "loud"], environment: environment)
+        XCTAssertEqual(bad.code, 2)
+        XCTAssertTrue(bad.err.contains("--sound-check takes off, track, album or auto, not loud"), bad.err)
+    }
+
     func testEveryCommandHasHelp() throws {
         for command in ["play", "search", "catalog", "status", "seek", "volume", "daemon"] {
             let result = try run([command, "--help"])

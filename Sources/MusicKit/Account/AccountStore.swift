@@ -21,6 +21,9 @@ public struct MusicAccountSettings: Codable, Equatable, Sendable {
     public var allowsExplicitContent: Bool = true
     /// "Use Listening History": playback is recorded in recently played.
     public var usesListeningHistory: Bool = true
+    /// Sound Check: the loudness normalization every player of this account starts with
+    /// (`ApplicationMusicPlayer.loudnessMode`, which a player may set otherwise); off by default.
+    public var soundCheck: ApplicationMusicPlayer.LoudnessMode = .off
     /// The affiliate and campaign tokens of the offer the person subscribed through.
     public var offerAttribution: String?
     /// Incremented on every write, so readers can tell a change.
@@ -29,7 +32,8 @@ public struct MusicAccountSettings: Codable, Equatable, Sendable {
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case storefront, isSubscribed, hasCloudLibraryEnabled, allowsExplicitContent, usesListeningHistory, offerAttribution, revision
+        case storefront, isSubscribed, hasCloudLibraryEnabled, allowsExplicitContent, usesListeningHistory, soundCheck, offerAttribution,
+             revision
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,6 +44,10 @@ public struct MusicAccountSettings: Codable, Equatable, Sendable {
         hasCloudLibraryEnabled = try container.decodeIfPresent(Bool.self, forKey: .hasCloudLibraryEnabled) ?? defaults.hasCloudLibraryEnabled
         allowsExplicitContent = try container.decodeIfPresent(Bool.self, forKey: .allowsExplicitContent) ?? defaults.allowsExplicitContent
         usesListeningHistory = try container.decodeIfPresent(Bool.self, forKey: .usesListeningHistory) ?? defaults.usesListeningHistory
+        // An unknown mode (a newer version's) is off here rather than the whole file unreadable.
+        soundCheck = (try? container.decodeIfPresent(String.self, forKey: .soundCheck)).flatMap {
+            $0.flatMap(ApplicationMusicPlayer.LoudnessMode.init(rawValue:))
+        } ?? defaults.soundCheck
         offerAttribution = try container.decodeIfPresent(String.self, forKey: .offerAttribution)
         revision = try container.decodeIfPresent(Int.self, forKey: .revision) ?? 0
         guard storefront.count == 2, storefront.allSatisfy({ $0.isLetter && $0.isLowercase }) else {
@@ -135,6 +143,15 @@ package enum AccountStore {
         var problem: SettingsFileError?
         let account = file(environment).read(fallback: MusicAccountSettings(), problem: &problem)
         return (account, problem)
+    }
+
+    /// Only the account's Sound Check, read the quick way (the player reads it at every start,
+    /// where decoding the whole settings file would cost a file's start ~0.1 ms more); off when
+    /// there is no file or it says nothing usable.
+    package static func soundCheck(_ environment: MusicKitEnvironment = .current) -> ApplicationMusicPlayer.LoudnessMode {
+        guard let data = FileManager.default.contents(atPath: file(environment).url.path),
+              let mode = (try? JSONValue.parse(data))?["soundCheck"]?.string else { return .off }
+        return ApplicationMusicPlayer.LoudnessMode(rawValue: mode) ?? .off
     }
 
     @discardableResult

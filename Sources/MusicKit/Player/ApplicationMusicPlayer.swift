@@ -185,7 +185,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         var transition: MusicPlayer.Transition = .none
         /// See `volume`; nil until set.
         var volume: Double?
-        var loudnessMode: LoudnessMode = .off
+        var loudnessMode: LoudnessMode?
         var loudnessPreampDB: Double = 0
         /// Counts pauses, so that a release scheduled by one pause is not done after a later one.
         var pauseCount = 0
@@ -781,19 +781,23 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// brings each song to ReplayGain 2.0's −18 LUFS; `album` keeps an album's songs at one
     /// gain, so its dynamics and gapless joins stay; `auto` is `album` unless shuffling (MPD's
     /// rule). Songs without tags play as they are. Applies from the next entry decoded.
-    public enum LoudnessMode: String, Sendable, CaseIterable {
+    public enum LoudnessMode: String, Sendable, CaseIterable, Codable {
         case off, track, album, auto
     }
 
-    /// The player's loudness normalization (see `LoudnessMode`); `.off` until set (Linux addition).
+    /// The player's loudness normalization (see `LoudnessMode`): the account's Sound Check
+    /// (`musickit account --sound-check`, read at each start) until set here (Linux addition).
     public var loudnessMode: LoudnessMode {
-        get { control.withLock { $0.loudnessMode } }
+        get { control.withLock { $0.loudnessMode } ?? AccountStore.soundCheck() }
         set {
             control.withLock { $0.loudnessMode = newValue }
             giveModesToProvider()
             engine.queueDidChange()
         }
     }
+
+    /// The mode set on this player, nil while it follows the account (what musickitd keeps).
+    package var loudnessModeSetHere: LoudnessMode? { control.withLock { $0.loudnessMode } }
 
     /// Added to every ReplayGain gain, in dB, −15…15 (the songs' peaks still keep them from
     /// clipping) (Linux addition).
@@ -808,8 +812,8 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
 
     /// What the entries decoded from now on play at.
     private var loudnessNormalization: LoudnessNormalization {
-        let (mode, preamp) = control.withLock { ($0.loudnessMode, $0.loudnessPreampDB) }
-        switch mode {
+        let (setHere, preamp) = control.withLock { ($0.loudnessMode, $0.loudnessPreampDB) }
+        switch setHere ?? AccountStore.soundCheck() {
         case .off: return .off
         case .track: return .track(preampDB: preamp)
         case .album: return .album(preampDB: preamp)

@@ -72,15 +72,18 @@ final class PlayerCaptureTests: XCTestCase {
         }
         let exact = pcm16(signal)
         let cut = 17_777 * 2
-        for (mode, expected) in [(ApplicationMusicPlayer.LoudnessMode.album, scaled(exact[...], dB: -6)),
-                                 (.track, scaled(exact[..<cut], dB: -3) + scaled(exact[cut...], dB: -9))] {
+        // The account's Sound Check is every player's until one sets its own.
+        try MusicAccountSettings.update { $0.soundCheck = .album }
+        for (mode, expected) in [(ApplicationMusicPlayer.LoudnessMode?.none, scaled(exact[...], dB: -6)),
+                                 (.track, scaled(exact[..<cut], dB: -3) + scaled(exact[cut...], dB: -9)),
+                                 (.off, exact)] {
             let player = makePlayer()
             let log = PlayerEventLog(player)
-            player.loudnessMode = mode
+            if let mode { player.loudnessMode = mode } else { XCTAssertEqual(player.loudnessMode, .album, "the account's") }
             player.queue = ApplicationMusicPlayer.Queue(for: songs)
             try await player.play()
             await log.wait("the end of the queue") { $0.finished }
-            XCTAssertEqual(try captured(), trimmingTrailingSilence(expected), "\(mode)")
+            XCTAssertEqual(try captured(), trimmingTrailingSilence(expected), "\(mode.map { "\($0)" } ?? "the account's album")")
             players.removeAll()
         }
     }
