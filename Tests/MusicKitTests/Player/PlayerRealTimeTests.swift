@@ -313,4 +313,42 @@ final class PlayerRealTimeTests: XCTestCase {
         await eventually("the next entry") { player.queue.currentEntry?.title == "Tone 2" }
         XCTAssertEqual(player.state.repeatMode, .one, "repeat one stays on")
     }
+
+    /// Sound Check heard at the monitor (issue #45): two untagged songs 20 dB apart, measured
+    /// once (EBU R128), play at ReplayGain's −18 LUFS within 0.5 LU, as FFmpeg's `ebur128` filter
+    /// measures what the sink played, with no sample at full scale.
+    func testSoundCheckPlaysDifferentlyLoudSongsAtOneLoudness() async throws {
+        var songs: [Song] = []
+        for (index, amplitude) in [0.5, 0.05].enumerated() {
+            let url = directory.appendingPathComponent("level-\(index + 1).flac")
+            try writeAudioFile(url, TestSignal.tone(hz: 997, frames: 44_100 * 4, sampleRate: 44_100, channels: 2, amplitude: amplitude),
+                               tags: .init(title: "Level \(index + 1)", artist: "Test Artist"))
+            songs.append(Song(fileURL: url))
+        }
+        let store = try XCTUnwrap(LoudnessStore.open(.current))
+        for song in songs { store.measureSoon(try XCTUnwrap(song.resource.string("filePath"))) }
+        store.waitForMeasurements()
+        let player = try sharedPlayer()
+        player.loudnessMode = .track
+        addTeardownBlock { player.loudnessMode = .off }
+        let recorder = try SharedMonitor.recorder()
+        player.queue = ApplicationMusicPlayer.Queue(for: songs)
+        try await player.play()
+        for title in ["Level 1", "Level 2"] {
+            await eventually("\(title) heard") { player.queue.currentEntry?.title == title }
+            try await Task.sleep(nanoseconds: 1_000_000_000)  // well into it
+            let from = monotonicNanoseconds()
+            try await Task.sleep(nanoseconds: 1_500_000_000)
+            let samples = recorder.chunks(arrivedAfter: from).flatMap(\.samples).prefix(44_100 * 2 * 1)
+            XCTAssertLessThan(samples.map { abs(Int($0)) }.max() ?? 0, 32_767, "\(title): no sample at full scale")
+            let wav = directory.appendingPathComponent("\(title).wav")
+            try writeAudioFile(wav, samples.map { Float($0) / 32_768 })
+            let ffmpeg = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-nostats", "-i", wav.path,
+                                                         "-af", "ebur128", "-f", "null", "-"], environment: [:])
+            let summary: [String] = ffmpeg.out.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            let integrated: String = try XCTUnwrap(summary.last { $0.hasPrefix("I:") }, ffmpeg.out)
+            let lufs: Double = try XCTUnwrap(Double(integrated.split(separator: " ").map(String.init)[1]), integrated)
+            XCTAssertEqual(lufs, -18, accuracy: 0.5, "\(title) at the monitor: \(integrated)")
+        }
+    }
 }
