@@ -59,14 +59,12 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
 
     private let queue: MusicPlayer.Queue
     private let state = Mutex(State())
-    /// Where untagged files' measured loudness is kept (see `LoudnessStore`), while normalization is on.
-    let loudnessStore: LoudnessStore?
+
     /// Answers kept for lookups; older ones are forgotten (a long session stays small).
     static let retainedAnswers = 1_024
 
-    init(queue: MusicPlayer.Queue, environment: MusicKitEnvironment = .current) {
+    init(queue: MusicPlayer.Queue) {
         self.queue = queue
-        loudnessStore = LoudnessStore.open(environment)
     }
 
     // MARK: - Control (player threads)
@@ -339,7 +337,9 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         var audio = AudioEntry(token: .init(rawValue: token),
                                source: PlaybackServices.source(of: entry, catalogAccess: state.catalogAccess.value),
                                startTime: entry.startTime, endTime: entry.endTime, normalization: state.normalization)
-        if state.normalization != .off, let path = audio.path, let store = loudnessStore {
+        // The store of the environment in effect now (a long-lived player outlives environments
+        // in tests; an app has one), where untagged files' measured loudness is kept.
+        if state.normalization != .off, let path = audio.path, let store = LoudnessStore.open(.current) {
             // Used only where the file has no ReplayGain tags; measured for next time when unknown.
             audio.measuredLoudness = store.measurement(ofFile: path)
             if audio.measuredLoudness == nil { store.measureSoon(path) }
