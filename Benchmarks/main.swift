@@ -10,7 +10,7 @@ let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
                       [--protocol-cases N] [--cost-rounds N] [--cost-window SECONDS] [--output FILE]
 
-groups: cost, ttfa, skip, seek, volume, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers, catalog, library, and
+groups: cost, ttfa, skip, seek, volume, loudness, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers, catalog, library, and
 fuzz (only when asked for: decoder fuzzing through `musickit probe`, then protocol fuzzing of musickitd's MPD
 socket, wire and MPRIS, on the test sink; exits 1 when a mutant crashed or hung, or the daemon stopped answering)
 cost: CPU, wake-ups and the sound server's CPU per second of steady playback, playing and paused, for musickit
@@ -131,7 +131,7 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["cost", "ttfa", "skip", "seek", "volume", "gap", "cpu", "load", "player", "preview", "system", "cli", "screens", "peers"]
+let realTimeGroups = ["cost", "ttfa", "skip", "seek", "volume", "loudness", "gap", "cpu", "load", "player", "preview", "system", "cli", "screens", "peers"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
@@ -184,6 +184,10 @@ if realTimeGroups.contains(where: { wants($0) }) {
         if wants("seek") { progress("seek latency, native PulseAudio"); native.seekLatency() }
         if wants("volume") { progress("volume change, native PulseAudio"); native.volumeLatency() }
         if wants("load") { progress("60 s under load, native PulseAudio"); native.underLoad() }
+    }
+    if wants("loudness") {
+        progress("loudness: measuring the previews, then each heard without and with Sound Check")
+        try LoudnessBenchmarks(device: device, recorder: recorder, assets: assets, report: report).run()
     }
     if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
     if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU() }
