@@ -206,7 +206,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
         let args = message["args"]?.object ?? [:]
         defer {
             if op != "hello" && op != "state" {
-                changed(subsystems: op == "setQueue" || op == "insert" ? ["playlist", "player"] : op == "modes" ? ["options"] : op == "volume" ? ["mixer"] : ["player"])
+                changed(subsystems: op == "setQueue" || op == "insert" ? ["playlist", "player"] : op == "modes" || op == "loudness" ? ["options"] : op == "volume" ? ["mixer"] : ["player"])
             }
         }
         switch op {
@@ -244,6 +244,11 @@ package final class SystemPlayerServer: @unchecked Sendable {
         case "endSeeking": player.endSeeking()
         case "rate":
             player.state.playbackRate = Float(args["rate"]?.number ?? 1)
+        case "loudness":
+            guard let mode = args["mode"]?.string.flatMap(ApplicationMusicPlayer.LoudnessMode.init(rawValue:)) else {
+                throw SystemPlayerWireError(description: "loudness takes a mode: off, track, album or auto")
+            }
+            player.loudnessMode = mode
         case "volume":
             guard let volume = args["volume"]?.number, !volume.isNaN else {
                 throw SystemPlayerWireError(description: "volume without a number from 0 to 1")
@@ -288,6 +293,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             "shuffle": state.shuffleMode == .songs ? "songs" : "off",
             "time": .number(player.playbackTime),
             "volume": .number(player.volume),
+            "loudness": .string(player.loudnessMode.rawValue),
             "at": .number(Date().timeIntervalSince1970),
             "count": JSONValue(player.queue.snapshot.contents.count),
             "prepared": .bool(player.isPreparedToPlay),

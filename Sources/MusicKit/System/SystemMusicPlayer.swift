@@ -35,6 +35,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         var rate: Double = 0
         var prepared = false
         var volume: Double = 1
+        var loudnessMode: ApplicationMusicPlayer.LoudnessMode = .off
     }
     private let mirror = Mutex(Mirror())
 
@@ -126,6 +127,20 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             let clamped = newValue.isNaN ? 0 : min(max(newValue, 0), 1)
             mirror.withLock { $0.volume = clamped }
             send("volume", ["volume": .number(clamped)])
+        }
+    }
+
+    /// The system player's loudness normalization (Linux addition; see
+    /// `ApplicationMusicPlayer.loudnessMode`): the daemon's last word; setting it sends it to
+    /// the daemon, which keeps it (MPD's clients see it as `replay_gain_mode`).
+    public var loudnessMode: ApplicationMusicPlayer.LoudnessMode {
+        get {
+            connection.ensureConnected()
+            return mirror.withLock { $0.loudnessMode }
+        }
+        set {
+            mirror.withLock { $0.loudnessMode = newValue }
+            send("loudness", ["mode": .string(newValue.rawValue)])
         }
     }
 
@@ -238,6 +253,9 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             mirror.rate = rate
             mirror.prepared = object["prepared"]?.bool ?? false
             if let volume = object["volume"]?.number { mirror.volume = volume }
+            if let mode = object["loudness"]?.string.flatMap(ApplicationMusicPlayer.LoudnessMode.init(rawValue:)) {
+                mirror.loudnessMode = mode
+            }
         }
         state.setModesFromElsewhere(repeatMode: SystemPlayerWire.repeatMode(object["repeat"]?.string ?? "none"),
                                     shuffleMode: object["shuffle"]?.string == "songs" ? .songs : .off)

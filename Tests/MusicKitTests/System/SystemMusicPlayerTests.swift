@@ -465,7 +465,7 @@ final class SystemPlayerMPDTests: XCTestCase {
     /// MPD's `replay_gain_mode` sets the player's loudness normalization (off by default, as
     /// MPD's), `replay_gain_status` reads it, idle clients hear `options`, an unknown mode is
     /// refused as MPD refuses it, and the daemon keeps it across a restart.
-    func testReplayGainModeIsSetReadAndKept() throws {
+    func testReplayGainModeIsSetReadAndKept() async throws {
         let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
         XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"))
         XCTAssertEqual(mpd.exchange("replay_gain_status\n"), "replay_gain_mode: off\nOK\n")
@@ -476,6 +476,13 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(idler.exchange("", until: { $0.hasSuffix("OK\n") }), "changed: options\nOK\n")
         XCTAssertEqual(mpd.exchange("replay_gain_status\n"), "replay_gain_mode: album\nOK\n")
         XCTAssertEqual(mpd.exchange("replay_gain_mode loud\n"), "ACK [2@0] {replay_gain_mode} Unrecognized replay gain mode\n")
+        XCTAssertEqual(mpd.exchange("replay_gain_mode auto\n"), "OK\n")
+
+        // An app sees it, and sets it for every client.
+        let app = SystemMusicPlayer(environment: environment)
+        await eventually("the app sees auto") { app.loudnessMode == .auto }
+        app.loudnessMode = .track
+        await eventually("MPD sees the app's track") { mpd.exchange("replay_gain_status\n") == "replay_gain_mode: track\nOK\n" }
         XCTAssertEqual(mpd.exchange("replay_gain_mode auto\n"), "OK\n")
 
         let player = SystemMusicPlayer(environment: environment)
