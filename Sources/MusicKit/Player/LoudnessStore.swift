@@ -39,28 +39,11 @@ final class LoudnessStore: Sendable {
     }
 
     private init(path: URL) throws {
-        try PrivateFiles.ensureDirectory(path.deletingLastPathComponent())
-        let database: SQLiteDatabase
-        do {
-            database = try Self.openDatabase(path)
-        } catch let error as SQLiteError where error.isCorruptOrForeign {
-            // Only measurements: a broken file is replaced, and they are made again.
-            for suffix in ["", "-wal", "-shm"] { unlink(path.path + suffix) }
-            database = try Self.openDatabase(path)
-        }
-        self.database = Mutex(database)
-    }
-
-    private static func openDatabase(_ path: URL) throws -> SQLiteDatabase {
-        try PrivateFiles.createPrivateFileIfMissing(path.path)
-        let database = try SQLiteDatabase(path: path.path)
-        try database.execute("""
-            PRAGMA journal_mode=WAL;
+        // Only measurements: a broken file is replaced, and they are made again.
+        database = Mutex(try SQLiteDatabase.openCache(at: path, schema: """
             CREATE TABLE IF NOT EXISTS loudness(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
                                                 lufs REAL NOT NULL, peak REAL NOT NULL);
-            """)
-        PrivateFiles.restrictToOwner(path.path, withDatabaseCompanions: true)
-        return database
+            """))
     }
 
     /// The file's size and modification time (ns), nil when it is not there.

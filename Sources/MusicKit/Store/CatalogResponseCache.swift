@@ -43,28 +43,11 @@ final class CatalogResponseCache: Sendable {
     /// it is replaced.
     private init(path: URL) throws {
         self.path = path
-        try PrivateFiles.ensureDirectory(path.deletingLastPathComponent())
-        let database: SQLiteDatabase
-        do {
-            database = try CatalogResponseCache.openDatabase(path)
-        } catch let error as SQLiteError where error.isCorruptOrForeign {
-            for suffix in ["", "-wal", "-shm"] { unlink(path.path + suffix) }
-            database = try CatalogResponseCache.openDatabase(path)
-        }
-        self.database = Mutex(database)
-    }
-
-    private static func openDatabase(_ path: URL) throws -> SQLiteDatabase {
-        try PrivateFiles.createPrivateFileIfMissing(path.path)
-        let database = try SQLiteDatabase(path: path.path)
-        try database.execute("""
-            PRAGMA journal_mode=WAL;
+        database = Mutex(try SQLiteDatabase.openCache(at: path, schema: """
             CREATE TABLE IF NOT EXISTS responses(url TEXT PRIMARY KEY, body BLOB NOT NULL, fetched REAL NOT NULL,
                                                  fresh_until REAL NOT NULL);
             CREATE INDEX IF NOT EXISTS responses_by_fetched ON responses(fetched);
-            """)
-        PrivateFiles.restrictToOwner(path.path, withDatabaseCompanions: true)
-        return database
+            """))
     }
 
     func entry(for url: URL) throws -> Entry? {

@@ -70,6 +70,26 @@ final class SQLiteDatabase {
         _ = sqlite.close(handle)
     }
 
+    /// A database that only caches what can be made again (fetched answers, measurements), at
+    /// `path`, private to the owner, in WAL mode, with `schema` run on it: a file that is not a
+    /// usable database is deleted and made anew rather than reported.
+    static func openCache(at path: URL, schema: String) throws -> SQLiteDatabase {
+        try PrivateFiles.ensureDirectory(path.deletingLastPathComponent())
+        func open() throws -> SQLiteDatabase {
+            try PrivateFiles.createPrivateFileIfMissing(path.path)
+            let database = try SQLiteDatabase(path: path.path)
+            try database.execute("PRAGMA journal_mode=WAL;\n" + schema)
+            PrivateFiles.restrictToOwner(path.path, withDatabaseCompanions: true)
+            return database
+        }
+        do {
+            return try open()
+        } catch let error as SQLiteError where error.isCorruptOrForeign {
+            for suffix in ["", "-wal", "-shm"] { unlink(path.path + suffix) }
+            return try open()
+        }
+    }
+
     private func error(_ operation: String, _ code: Int32) -> SQLiteError {
         SQLiteError(operation: operation, code: code, message: String(cString: sqlite.errorMessage(handle)), path: path)
     }

@@ -462,6 +462,17 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(try mpc("volume").out, "volume: 35%\n", "kept across a restart")
     }
 
+    /// Stops the daemon and starts another (which restores the state the first saved); an MPD
+    /// connection to the new one, greeted.
+    private func restartedDaemon(file: StaticString = #filePath, line: UInt = #line) throws -> MPDSocket {
+        let player = SystemMusicPlayer(environment: environment)
+        try player.stopDaemon()
+        _ = try player.daemonProcessID()
+        let mpd = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
+        XCTAssertTrue(mpd.greeting().hasPrefix("OK MPD"), file: file, line: line)
+        return mpd
+    }
+
     /// MPD's `replay_gain_mode` sets the player's loudness normalization (off by default, as
     /// MPD's), `replay_gain_status` reads it, idle clients hear `options`, an unknown mode is
     /// refused as MPD refuses it, and the daemon keeps it across a restart.
@@ -485,11 +496,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         await eventually("MPD sees the app's track") { mpd.exchange("replay_gain_status\n") == "replay_gain_mode: track\nOK\n" }
         XCTAssertEqual(mpd.exchange("replay_gain_mode auto\n"), "OK\n")
 
-        let player = SystemMusicPlayer(environment: environment)
-        try player.stopDaemon()
-        _ = try player.daemonProcessID()
-        let again = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
-        XCTAssertTrue(again.greeting().hasPrefix("OK MPD"))
+        let again = try restartedDaemon()
         XCTAssertEqual(again.exchange("replay_gain_status\n"), "replay_gain_mode: auto\nOK\n", "kept across a restart")
     }
 
@@ -796,12 +803,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         XCTAssertEqual(mpd.exchange("command_list_begin\nrepeat 0\nsingle 1\ncommand_list_end\n"), "OK\n")
 
         // Kept by a restarted daemon.
-        let player = SystemMusicPlayer(environment: environment)
-        try player.stopDaemon()
-        _ = try player.daemonProcessID()
-        let again = try MPDSocket(path: SystemPlayerWire.mpdSocketURL(environment).path)
-        XCTAssertTrue(again.greeting().hasPrefix("OK MPD"))
-        let restored = again.exchange("status\n")
+        let restored = try restartedDaemon().exchange("status\n")
         XCTAssertTrue(restored.contains("repeat: 0\n") && restored.contains("single: 1\n"), restored)
     }
 
