@@ -9,11 +9,12 @@ enum LibraryCommand {
                   .init(name: "--sort", valueName: "title|artist|added", help: "list: order (default title)"),
                   .init(name: "--limit", valueName: "N", help: "list: at most N items (default 100); recent: (default 10)")],
         flags: [.init(name: "--json", help: "list, recent: print Apple Music API JSON"),
+                .init(name: "--loudness", help: "scan: then measure the songs without ReplayGain tags, for Sound Check"),
                 .init(name: "--descending", help: "list: reverse the order")],
         positionalName: "scan|list|recent|add|playlist ...", minimumPositionals: 1)
 
     static let help = """
-    usage: musickit library scan [FOLDER...]
+    usage: musickit library scan [--loudness] [FOLDER...]
            musickit library list [songs|albums|artists|playlists] [--search TEXT] [--sort title|artist|added]
                                  [--descending] [--limit N] [--json]
            musickit library recent [songs|containers] [--limit N] [--json]
@@ -22,7 +23,9 @@ enum LibraryCommand {
 
     The person's own music. `scan` reads the audio files under the library folders (~/Music
     until FOLDER... sets them), with their tags; only new and changed files are read again,
-    and files that cannot be read are listed with the reason. `list` shows the library
+    and files that cannot be read are listed with the reason; --loudness then measures the
+    songs whose files carry no ReplayGain tags (EBU R128, once per file: Sound Check plays them
+    normalized from their first play). `list` shows the library
     (MusicLibraryRequest). `recent` shows the listening history, newest first: the songs heard,
     or the albums and playlists they were played from (MusicRecentlyPlayedRequest). `add` adds
     catalog songs, albums or playlists by ID. `playlist`
@@ -64,7 +67,7 @@ enum LibraryCommand {
         if let problem = MusicLibraryScanner.problem { Console.error("warning: \(problem)\n") }
         do {
             switch parsed.positionals[0] {
-            case "scan": return try scan(Array(parsed.positionals.dropFirst()))
+            case "scan": return try scan(Array(parsed.positionals.dropFirst()), measuringLoudness: parsed.has("--loudness"))
             case "list": return try list(parsed)
             case "recent": return try recent(parsed)
             case "add": return try add(Array(parsed.positionals.dropFirst()))
@@ -76,7 +79,7 @@ enum LibraryCommand {
         }
     }
 
-    private static func scan(_ folders: [String]) throws -> ExitCode {
+    private static func scan(_ folders: [String], measuringLoudness: Bool) throws -> ExitCode {
         if !folders.isEmpty {
             for folder in folders where !FileManager.default.fileExists(atPath: folder) {
                 Console.error("musickit library scan: no folder \(folder)\n")
@@ -95,7 +98,15 @@ enum LibraryCommand {
         for (path, reason) in result.skipped { Console.error("skipped: \(reason.hasPrefix(path) ? reason : "\(path): \(reason)")\n") }
         Console.out("\(result.filesSeen) files: \(result.added) added, \(result.updated) updated, \(result.unchanged) unchanged, "
                     + "\(result.removed) removed, \(result.skipped.count) skipped\n")
-        return result.skipped.isEmpty ? .success : .someEntriesFailed
+        guard measuringLoudness else { return result.skipped.isEmpty ? .success : .someEntriesFailed }
+        let pass = try MusicLibraryScanner.measureLoudness { done, total in
+            if interactive { Console.replaceLine("  measuring loudness: \(done)/\(total) songs", toStandardError: true) }
+        }
+        if interactive { Console.replaceLine("", toStandardError: true) }
+        for reason in pass.failed { Console.error("not measured: \(reason)\n") }
+        Console.out("loudness: \(pass.measured) measured, \(pass.known) known already, \(pass.tagged) tagged, "
+                    + "\(pass.failed.count) failed\n")
+        return result.skipped.isEmpty && pass.failed.isEmpty ? .success : .someEntriesFailed
     }
 
     private static func list(_ parsed: ParsedArguments) throws -> ExitCode {

@@ -523,6 +523,23 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(unsubscribed.err.contains("needs a subscription; `musickit subscribe` shows the offer"), unsubscribed.err)
     }
 
+    /// `library scan --loudness` measures the songs without ReplayGain tags, once: a second
+    /// pass finds them known; a tagged one is never measured.
+    func testAScanMeasuresTheLoudnessOfUntaggedSongsOnce() throws {
+        var environment = try isolatedEnvironment()
+        environment["MUSICKIT_AUTHORIZATION"] = "authorized"
+        let folder = try temporaryDirectory()
+        try tone(folder.appendingPathComponent("plain.flac"), hz: 440, seconds: 1, title: "Plain")
+        try encodeWithFFmpeg(folder.appendingPathComponent("plain.flac"), to: folder.appendingPathComponent("tagged.flac"),
+                             codec: "flac", arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=-3.00 dB"])
+        let first = try run(["library", "scan", "--loudness", folder.path], environment: environment)
+        XCTAssertEqual(first.code, 0, first.err)
+        XCTAssertTrue(first.out.hasSuffix("loudness: 1 measured, 0 known already, 1 tagged, 0 failed\n"), first.out)
+        let second = try run(["library", "scan", "--loudness"], environment: environment)
+        XCTAssertTrue(second.out.hasSuffix("loudness: 0 measured, 1 known already, 1 tagged, 0 failed\n"), second.out)
+        XCTAssertTrue(try run(["library", "--help"], environment: environment).out.contains("--loudness"))
+    }
+
     func testTitlesFromTagsCannotDriveTheTerminal() throws {
         var environment = try isolatedEnvironment()
         environment["MUSICKIT_AUTHORIZATION"] = "authorized"

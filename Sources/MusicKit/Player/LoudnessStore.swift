@@ -72,26 +72,37 @@ final class LoudnessStore: Sendable {
                 pending.withLock { _ = $0.remove(path) }
                 done?()
             }
-            guard let before = Self.identity(path) else { return }
-            if let tags = AudioFileDecoder.loudnessTags(atPath: path), tags.trackGainDB != nil || tags.albumGainDB != nil {
-                skipped.withLock { _ = $0.insert(path) }  // its tags say it all
-                return
+            switch measureNow(path) {
+            case .tagged, .failed: skipped.withLock { _ = $0.insert(path) }  // its tags say it all, or it cannot be read
+            case .measured, .known: break
             }
-            let measured: LoudnessMeasurement
-            do {
-                guard let result = try LoudnessMeter.measure(path: path) else {
-                    // Silence: nothing to normalize; kept so that it is not measured again.
-                    return store(LoudnessMeasurement(integratedLUFS: ReplayGain.referenceLUFS, truePeak: 0), path, before)
-                }
-                measured = result
-            } catch {
-                skipped.withLock { _ = $0.insert(path) }
-                return
-            }
-            // A file that changed while it was measured is measured again next time.
-            guard let after = Self.identity(path), after == before else { return }
-            store(measured, path, before)
         }
+    }
+
+    /// What `measureNow` did with a file.
+    package enum Outcome: Sendable, Equatable {
+        case measured, known, tagged, failed(String)
+    }
+
+    /// Measures the file here and now unless it is measured already or its ReplayGain tags say
+    /// it all (a library scan's `--loudness` pass).
+    package func measureNow(_ path: String) -> Outcome {
+        guard let before = Self.identity(path) else { return .failed("\(path): no such file") }
+        if measurement(ofFile: path) != nil { return .known }
+        if let tags = AudioFileDecoder.loudnessTags(atPath: path), tags.trackGainDB != nil || tags.albumGainDB != nil {
+            return .tagged
+        }
+        let measured: LoudnessMeasurement
+        do {
+            // Silence (nothing above the gate): nothing to normalize; kept so it is not measured again.
+            measured = try LoudnessMeter.measure(path: path) ?? LoudnessMeasurement(integratedLUFS: ReplayGain.referenceLUFS, truePeak: 0)
+        } catch {
+            return .failed(error.description)
+        }
+        // A file that changed while it was measured is measured again next time.
+        guard let after = Self.identity(path), after == before else { return .failed("\(path) changed while it was measured") }
+        store(measured, path, before)
+        return .measured
     }
 
     private func store(_ measured: LoudnessMeasurement, _ path: String, _ identity: (size: Int, modified: Int)) {
