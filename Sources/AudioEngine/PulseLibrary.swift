@@ -73,6 +73,9 @@ struct LibPulse: @unchecked Sendable {
     let contextSinkInfoByName: @convention(c) (Context?, UnsafePointer<CChar>?, SinkInfoCallback?, UnsafeMutableRawPointer?) -> Operation?
     let contextSetSinkInputVolume: @convention(c) (Context?, UInt32, UnsafePointer<pa_cvolume>?, UnsafeRawPointer?,
                                                    UnsafeMutableRawPointer?) -> Operation?
+    let cvolumeSet: @convention(c) (UnsafeMutablePointer<pa_cvolume>?, UInt32, UInt32) -> UnsafeMutablePointer<pa_cvolume>?
+    let cvolumeAverage: @convention(c) (UnsafePointer<pa_cvolume>?) -> UInt32
+    let cvolumeEqual: @convention(c) (UnsafePointer<pa_cvolume>?, UnsafePointer<pa_cvolume>?) -> Int32
     let contextSetSinkInputMute: @convention(c) (Context?, UInt32, Int32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let contextMoveSinkInput: @convention(c) (Context?, UInt32, UInt32, UnsafeRawPointer?, UnsafeMutableRawPointer?) -> Operation?
     let operationUnref: @convention(c) (Operation?) -> Void
@@ -127,6 +130,8 @@ struct LibPulse: @unchecked Sendable {
                 contextSinkInputInfo: try function("pa_context_get_sink_input_info"),
                 contextSinkInfoByName: try function("pa_context_get_sink_info_by_name"),
                 contextSetSinkInputVolume: try function("pa_context_set_sink_input_volume"),
+                cvolumeSet: try function("pa_cvolume_set"), cvolumeAverage: try function("pa_cvolume_avg"),
+                cvolumeEqual: try function("pa_cvolume_equal"),
                 contextSetSinkInputMute: try function("pa_context_set_sink_input_mute"),
                 contextMoveSinkInput: try function("pa_context_move_sink_input_by_index"),
                 operationUnref: try function("pa_operation_unref"),

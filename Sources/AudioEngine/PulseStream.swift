@@ -365,12 +365,12 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
         let otherIndex = library.streamIndex(other)
         var volume = info.volume
         // An answer that predates this process's own latest `setVolume` is stale: that set's own
-        // change event brings the current value.
+        // change event brings the current value. (An unset `serverVolume`, no channels, equals none.)
         if volumeSets == volumeSetsWhenAsked {
             release(library.contextSetSinkInputVolume(context, otherIndex, &volume, nil, nil))
-            if !Self.sameVolume(volume, serverVolume) {
+            if library.cvolumeEqual(&volume, &serverVolume) == 0 {
                 serverVolume = volume  // streams made later take it too
-                volumeChangedElsewhereHandler?(Self.average(volume))
+                volumeChangedElsewhereHandler?(Double(library.cvolumeAverage(&volume)) / Double(Self.normalVolume))
             }
         }
         release(library.contextSetSinkInputMute(context, otherIndex, info.mute, nil, nil))
@@ -402,7 +402,7 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
     func setVolume(_ volume: Double) {
         connection.lock()
         defer { connection.unlock() }
-        serverVolume = Self.cvolume(volume, channels: configuration.channelCount)
+        _ = library.cvolumeSet(&serverVolume, UInt32(configuration.channelCount), UInt32((volume * Double(Self.normalVolume)).rounded()))
         volumeSets += 1
         for one in [stream, spare] {
             guard let one else { continue }
@@ -410,41 +410,8 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
         }
     }
 
-    /// The channels' mean, 1 at `PA_VOLUME_NORM`, as `pa_cvolume_avg` computes it.
-    static func average(_ volume: pa_cvolume) -> Double {
-        var copy = volume
-        let count = Int(min(UInt32(copy.channels), PA_CHANNELS_MAX))
-        guard count > 0 else { return 1 }
-        let sum = withUnsafeBytes(of: &copy.values) { bytes in
-            bytes.bindMemory(to: UInt32.self).prefix(count).reduce(0) { $0 + Double($1) }
-        }
-        return sum / Double(count) / 65_536
-    }
-
-    /// Whether two volumes have the same channels at the same values (one unset differs from any set).
-    static func sameVolume(_ one: pa_cvolume, _ other: pa_cvolume) -> Bool {
-        var first = one, second = other
-        guard first.channels == second.channels else { return false }
-        let count = Int(min(UInt32(first.channels), PA_CHANNELS_MAX))
-        return withUnsafeBytes(of: &first.values) { a in
-            withUnsafeBytes(of: &second.values) { b in
-                a.bindMemory(to: UInt32.self).prefix(count).elementsEqual(b.bindMemory(to: UInt32.self).prefix(count))
-            }
-        }
-    }
-
-    /// `volume` (0...1) on every one of `channels` channels, as `pa_cvolume_set` makes it.
-    static func cvolume(_ volume: Double, channels: Int) -> pa_cvolume {
-        var result = pa_cvolume()
-        let count = min(max(channels, 1), Int(PA_CHANNELS_MAX))
-        result.channels = UInt8(count)
-        let value = UInt32((min(max(volume, 0), 1) * 65_536).rounded())  // PA_VOLUME_NORM: 0x10000
-        withUnsafeMutableBytes(of: &result.values) { bytes in
-            let values = bytes.bindMemory(to: UInt32.self)
-            for channel in 0..<count { values[channel] = value }
-        }
-        return result
-    }
+    /// `PA_VOLUME_NORM` (a macro C's importer does not bring over): 100 %, the samples as they are.
+    static let normalVolume: UInt32 = 0x10000
 
     /// The error for `operation`, which failed on the audio thread with `code`: the context's
     /// own error when the stream failed with it (the server went away), else libpulse's I/O error.
