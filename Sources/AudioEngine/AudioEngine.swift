@@ -163,7 +163,7 @@ public final class AudioEngine: Sendable {
     /// change is heard at once rather than a deep buffer later. Kept for every stream the engine
     /// opens from now on. 1 on ALSA is bit-exact.
     public func setVolume(_ volume: Double) {
-        let clamped = volume.isNaN ? 0 : min(max(volume, 0), 1)
+        let clamped = Self.clampedVolume(volume)
         control.withLock { state in
             state.volume = clamped
             state.session?.setVolume(clamped)
@@ -172,6 +172,9 @@ public final class AudioEngine: Sendable {
 
     /// The volume last set, nil when none was (the output's own then).
     public var volume: Double? { control.withLock { $0.volume } }
+
+    /// `volume` as the engine takes it: 0...1 (it never amplifies), NaN as 0.
+    public static func clampedVolume(_ volume: Double) -> Double { volume.isNaN ? 0 : min(max(volume, 0), 1) }
 
     // MARK: - Transport
 
@@ -665,18 +668,20 @@ final class EngineSession: @unchecked Sendable {
         return decoder
     }
 
-    /// The output's own volume when it has one, else the gain the audio thread applies.
-    private static func applyVolume(_ volume: Double, to device: any AudioOutput, shared: EngineSharedState) {
+    /// The output's own volume when it has one, else the gain the audio thread applies: then
+    /// true (the audio thread has to write what the device holds again, `.applyGain`).
+    @discardableResult
+    private static func applyVolume(_ volume: Double, to device: any AudioOutput, shared: EngineSharedState) -> Bool {
         if let output = device as? any VolumeControlledOutput {
             output.setVolume(volume)
-        } else {
-            shared.outputGainBits.store(amplitude(forVolume: volume).bitPattern, ordering: .relaxed)
+            return false
         }
+        shared.outputGainBits.store(amplitude(forVolume: volume).bitPattern, ordering: .relaxed)
+        return true
     }
 
     func setVolume(_ volume: Double) {
-        Self.applyVolume(volume, to: device, shared: shared)
-        if !(device is any VolumeControlledOutput) { send(.applyGain) }
+        if Self.applyVolume(volume, to: device, shared: shared) { send(.applyGain) }
     }
 
     func send(_ command: AudioCommand) {

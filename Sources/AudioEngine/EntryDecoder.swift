@@ -34,10 +34,8 @@ public final class EntryDecoder {
 
     var token: UInt64 { entry.token.rawValue }
     /// The factor every sample is scaled by: the entry's `gain` times its normalization's, from
-    /// the file's ReplayGain tags (1: bit-exact).
+    /// the file's ReplayGain tags or, without them, its measured loudness (1: bit-exact).
     public let gain: Float
-    /// Why the file's loudness tags were not used, when some were unusable.
-    public let loudnessNote: String?
 
     /// Opens `entry` for a stream of `streamRate` Hz and `streamChannels` channels
     /// (reusing `opened` when the file is already open).
@@ -56,17 +54,15 @@ public final class EntryDecoder {
         self.streamRate = streamRate
         self.streamChannels = streamChannels
         self.chunkFrames = chunkFrames
-        if entry.normalization != .off, case .file(let path) = entry.source,
-           var tags = AudioFileDecoder.loudnessTags(atPath: path) ?? entry.measuredLoudness.map({ _ in LoudnessTags() }) {
+        if entry.normalization != .off, case .file(let path) = entry.source {
+            var tags = AudioFileDecoder.loudnessTags(atPath: path) ?? LoudnessTags()
             if tags.trackGainDB == nil && tags.albumGainDB == nil, let measured = entry.measuredLoudness {
                 tags.trackGainDB = measured.replayGainDB
                 tags.trackPeak = measured.truePeak
             }
             gain = entry.gain * tags.amplitude(for: entry.normalization)
-            loudnessNote = tags.ignored.isEmpty ? nil : "ignored loudness tags: " + tags.ignored.joined(separator: ", ")
         } else {
             gain = entry.gain
-            loudnessNote = nil
         }
         let fileRate = decoder.info.sampleRate
         firstFileFrame = min(decoder.info.frameCount, (entry.startTime ?? 0).frames(at: fileRate))

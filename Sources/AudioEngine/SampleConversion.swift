@@ -91,9 +91,9 @@ func copySamples(_ source: UnsafeRawPointer, count: Int, to destination: UnsafeM
     }
 }
 
-/// The amplitude factor for a volume of 0...1 on the scale PulseAudio and PipeWire show (cubic:
-/// 50 % is −18 dB), so the engine's own volume sounds like the server's at the same setting.
+/// The amplitude factor for a volume of 0...1 (`AudioEngine.clampedVolume`) on the scale
+/// PulseAudio and PipeWire show (cubic: 50 % is −18 dB), so the engine's own volume sounds like
+/// the server's at the same setting.
 func amplitude(forVolume volume: Double) -> Float {
-    let clamped = min(max(volume, 0), 1)
-    return Float(clamped * clamped * clamped)
+    Float(volume * volume * volume)
 }
