@@ -365,9 +365,9 @@ final class MPRISServer: @unchecked Sendable {
                 return Self.invalidArguments("only a rate of 1 is supported (MinimumRate = MaximumRate = 1)")
             }
         case "Volume":
-            // Below 0 is 0, as the specification says; above 1 is 1 (the player does not amplify).
+            // Below 0 is 0, as the specification says; above 1 is 1 (the player clamps: it does not amplify).
             guard let volume = value.double, !volume.isNaN else { return Self.invalidArguments("Volume is a double") }
-            _ = try? onOperations("Volume") { player.volume = min(max(volume, 0), 1) }
+            _ = try? onOperations("Volume") { player.volume = volume }
             changed(["mixer"])
         case "Fullscreen":
             return .error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "Fullscreen cannot be set (CanSetFullscreen is false)")

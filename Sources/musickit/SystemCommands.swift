@@ -93,12 +93,13 @@ enum SystemCommand {
                 change = (relative, points)
             }
             return withPlayer("volume") { player in
-                var volume = try player.volumeNow()
+                try player.synchronize()  // the daemon's state, the volume with it
                 if let change {
-                    let percent = change.relative ? Int((volume * 100).rounded()) + change.points : change.points
-                    volume = try player.setVolumeNow(Double(min(max(percent, 0), 100)) / 100)
+                    let percent = change.relative ? Int((player.volume * 100).rounded()) + change.points : change.points
+                    player.volume = Double(min(max(percent, 0), 100)) / 100
+                    try player.synchronize()
                 }
-                Console.out("volume: \(Int((volume * 100).rounded()))%\n")
+                Console.out("volume: \(Int((player.volume * 100).rounded()))%\n")
             }
         })
 

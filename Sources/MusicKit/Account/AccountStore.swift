@@ -146,8 +146,8 @@ package enum AccountStore {
     }
 
     /// Only the account's Sound Check, read the quick way (the player reads it at every start,
-    /// where decoding the whole settings file would cost a file's start ~0.1 ms more); off when
-    /// there is no file or it says nothing usable.
+    /// where a file's start otherwise reads no account): the project's JSON parser, no `Codable`
+    /// decoding of the whole settings. Off when there is no file or it says nothing usable.
     package static func soundCheck(_ environment: MusicKitEnvironment = .current) -> ApplicationMusicPlayer.LoudnessMode {
         guard let data = FileManager.default.contents(atPath: file(environment).url.path),
               let mode = (try? JSONValue.parse(data))?["soundCheck"]?.string else { return .off }

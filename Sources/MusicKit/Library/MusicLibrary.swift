@@ -384,7 +384,7 @@ public enum MusicLibraryScanner {
     /// Measures the loudness (EBU R128) of every library song whose file has no ReplayGain tags
     /// and was not measured yet, so that Sound Check plays it normalized from its first play
     /// (otherwise a song is measured in the background the first time it is queued). Decodes
-    /// each file whole (~270× realtime on one core here): `progress` gets (done, total).
+    /// each file whole (its rate: Benchmarks/RESULTS.md, "Sound Check"): `progress` gets (done, total).
     /// (Linux addition)
     public static func measureLoudness(progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> LoudnessPass {
         let service = try MusicLibrary.authorizedService()

@@ -186,6 +186,9 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         /// See `volume`; nil until set.
         var volume: Double?
         var loudnessMode: LoudnessMode?
+        /// The account's Sound Check as last read (at a start or a change of modes), which the
+        /// player follows while `loudnessMode` is nil.
+        var accountSoundCheck: LoudnessMode?
         var loudnessPreampDB: Double = 0
         /// Counts pauses, so that a release scheduled by one pause is not done after a later one.
         var pauseCount = 0
@@ -279,7 +282,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     public var volume: Double {
         get { control.withLock { $0.volume } ?? 1 }
         set {
-            let clamped = newValue.isNaN ? 0 : min(max(newValue, 0), 1)
+            let clamped = AudioEngine.clampedVolume(newValue)
             control.withLock { $0.volume = clamped }
             engine.setVolume(clamped)
         }
@@ -788,7 +791,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// The player's loudness normalization (see `LoudnessMode`): the account's Sound Check
     /// (`musickit account --sound-check`, read at each start) until set here (Linux addition).
     public var loudnessMode: LoudnessMode {
-        get { control.withLock { $0.loudnessMode } ?? AccountStore.soundCheck() }
+        get { control.withLock { $0.loudnessMode ?? $0.accountSoundCheck } ?? readAccountSoundCheck() }
         set {
             control.withLock { $0.loudnessMode = newValue }
             giveModesToProvider()
@@ -810,10 +813,18 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
     }
 
+    /// Reads the account's Sound Check and keeps it for `loudnessMode` (a file read: not for
+    /// every look at the mode, such as musickitd's state messages).
+    private func readAccountSoundCheck() -> LoudnessMode {
+        let mode = AccountStore.soundCheck()
+        control.withLock { $0.accountSoundCheck = mode }
+        return mode
+    }
+
     /// What the entries decoded from now on play at.
     private var loudnessNormalization: LoudnessNormalization {
         let (setHere, preamp) = control.withLock { ($0.loudnessMode, $0.loudnessPreampDB) }
-        switch setHere ?? AccountStore.soundCheck() {
+        switch setHere ?? readAccountSoundCheck() {
         case .off: return .off
         case .track: return .track(preampDB: preamp)
         case .album: return .album(preampDB: preamp)

@@ -9,8 +9,8 @@ import Synchronization
 /// and then plays normalized like a tagged one (files with ReplayGain tags are not measured).
 /// One per data folder and process.
 ///
-/// Measuring decodes the whole file (~60 ms for a 30 s Ogg preview here), so it is never on the
-/// way to a sound: the player looks a file up when it queues it (one indexed read) and, when it
+/// Measuring decodes the whole file (Benchmarks/RESULTS.md, "Sound Check"), so it is never on
+/// the way to a sound: the player looks a file up when it queues it (one indexed read) and, when it
 /// is not there yet, has it measured on a background queue for the next time it plays. A
 /// changed file (size or modification time) is measured again.
 ///

@@ -1,3 +1,4 @@
+import AudioEngine
 import Foundation
 import Glibc
 import Synchronization
@@ -124,7 +125,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             return mirror.withLock { $0.volume }
         }
         set {
-            let clamped = newValue.isNaN ? 0 : min(max(newValue, 0), 1)
+            let clamped = AudioEngine.clampedVolume(newValue)
             mirror.withLock { $0.volume = clamped }
             send("volume", ["volume": .number(clamped)])
         }
@@ -142,20 +143,6 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
             mirror.withLock { $0.loudnessMode = newValue }
             send("loudness", ["mode": .string(newValue.rawValue)])
         }
-    }
-
-    /// Sets the volume and returns the daemon's answer (the CLI's `musickit volume N`).
-    package func setVolumeNow(_ volume: Double) throws -> Double {
-        let reply = try connection.call("volume", ["volume": .number(min(max(volume, 0), 1))])
-        if let state = reply["state"] { apply(state) }
-        return mirror.withLock { $0.volume }
-    }
-
-    /// The daemon's volume, asked now (the CLI's `musickit volume`).
-    package func volumeNow() throws -> Double {
-        let reply = try connection.call("hello")
-        if let state = reply["state"] { apply(state) }
-        return mirror.withLock { $0.volume }
     }
 
     // MARK: - The daemon (the CLI's `musickit daemon`, tests)
