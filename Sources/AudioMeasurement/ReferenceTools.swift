@@ -50,6 +50,21 @@ public func encodeWithFFmpeg(_ source: URL, to destination: URL, codec: String, 
     }
 }
 
+/// The integrated loudness of the audio file at `url` as FFmpeg's `ebur128` filter measures it
+/// (a meter independent of the engine's libebur128 wrapper), in LUFS, with the filter's summary
+/// line ("I:  -14.2 LUFS") for messages.
+public func ffmpegIntegratedLoudness(_ url: URL) throws -> (lufs: Double, summary: String) {
+    let result = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-nostats", "-i", url.path,
+                                                 "-af", "ebur128", "-f", "null", "-"], environment: [:])
+    let lines = result.out.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+    guard let summary = lines.last(where: { $0.hasPrefix("I:") }),
+          let lufs = Double(summary.split(separator: " ").map(String.init).dropFirst().first ?? "") else {
+        throw NSError(domain: "ffmpeg", code: Int(result.code),
+                      userInfo: [NSLocalizedDescriptionKey: "no integrated loudness from ffmpeg's ebur128 on \(url.path): \(result.out)"])
+    }
+    return (lufs, summary)
+}
+
 /// The repository's `scripts/http-file-server.py` (Python's HTTP server) on 127.0.0.1, on a
 /// port of its own, serving the files under `folder` (a request's query is ignored), each answer
 /// `latencyMilliseconds` late, with `headers` added, over TLS when `certificate` and `key` are

@@ -73,13 +73,7 @@ final class OutputVolumeTests: XCTestCase {
         defer { engine.stop() }
         engine.setVolume(0.8)
         try engine.play()
-        var streams: [PulseSinkInput] = []
-        let deadline = Date(timeIntervalSinceNow: 5)
-        repeat {
-            streams = try PulseSinkInput.ofThisProcess()
-            if streams.count == 2 && streams.allSatisfy({ !$0.corked }) { break }
-            usleep(20_000)
-        } while Date() < deadline
+        let streams = try PulseSinkInput.waitFor("the playing stream and its spare") { $0.count == 2 && $0.allSatisfy { !$0.corked } }
         XCTAssertEqual(streams.count, 2, "the playing stream and its spare: \(streams)")
         XCTAssertTrue(streams.allSatisfy { $0.volume == 52_429 }, "0.8 on both: \(streams)")
         let environment = ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""]

@@ -25,21 +25,6 @@ final class PulseAudioSpareStreamTests: XCTestCase {
         }
     }
 
-    /// Waits until `condition` holds for this process's streams on `server`.
-    private func waitForStreams(_ description: String, server: String? = nil, timeout: TimeInterval = 5,
-                                file: StaticString = #filePath, line: UInt = #line,
-                                _ condition: ([PulseSinkInput]) -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        var streams = try PulseSinkInput.ofThisProcess(server: server)
-        while !condition(streams) {
-            guard Date() < deadline else {
-                return XCTFail("\(description); the streams: \(streams)", file: file, line: line)
-            }
-            usleep(20_000)
-            streams = try PulseSinkInput.ofThisProcess(server: server)
-        }
-    }
-
     /// The spare is there and runs empty: two streams, neither corked.
     private func spareIsReady(_ streams: [PulseSinkInput]) -> Bool {
         streams.count == 2 && streams.allSatisfy { !$0.corked }
@@ -70,12 +55,12 @@ final class PulseAudioSpareStreamTests: XCTestCase {
         engine.setQueue(AudioEntryList(paths: try tones()))
         try engine.play()
         for skip in 1...3 {
-            try waitForStreams("the spare is ready before skip \(skip)", server: server.address, spareIsReady)
+            try PulseSinkInput.waitFor("the spare is ready before skip \(skip)", server: server.address, spareIsReady)
             engine.skipToNextEntry()
             // The switch is made: the stream that played is corked.
-            try waitForStreams("skip \(skip) switched streams", server: server.address) { $0.contains(where: \.corked) }
+            try PulseSinkInput.waitFor("skip \(skip) switched streams", server: server.address) { $0.contains(where: \.corked) }
         }
-        try waitForStreams("the last switch is over", server: server.address, spareIsReady)
+        try PulseSinkInput.waitFor("the last switch is over", server: server.address, spareIsReady)
         XCTAssertEqual(engine.statistics.underruns, 0)
         engine.stop()
         server.stop()
@@ -98,12 +83,12 @@ final class PulseAudioSpareStreamTests: XCTestCase {
         engine.setQueue(AudioEntryList(paths: try tones()))
         try engine.play()
         defer { engine.stop() }
-        try waitForStreams("the spare is ready", spareIsReady)
+        try PulseSinkInput.waitFor("the spare is ready", spareIsReady)
         let before = try PulseSinkInput.ofThisProcess()
         XCTAssertEqual(Set(before.compactMap(\.name)), ["Music", "Music (standby for the next song)"], "\(before)")
         let playing = try XCTUnwrap(before.first { $0.name == "Music" }?.index)
         engine.skipToNextEntry()
-        try waitForStreams("the names swapped with the roles") { streams in
+        try PulseSinkInput.waitFor("the names swapped with the roles") { streams in
             streams.count == 2 && streams.contains { $0.index == playing && $0.name == "Music (standby for the next song)" }
                 && streams.contains { $0.index != playing && $0.name == "Music" }
         }
@@ -116,16 +101,16 @@ final class PulseAudioSpareStreamTests: XCTestCase {
         engine.setQueue(AudioEntryList(paths: try tones()))
         try engine.play()
         defer { engine.stop() }
-        try waitForStreams("the spare is ready", spareIsReady)
+        try PulseSinkInput.waitFor("the spare is ready", spareIsReady)
         let streams = try PulseSinkInput.ofThisProcess()
         guard streams.count == 2 else { return }
         let environment = ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""]
 
         XCTAssertEqual(try runTool("/usr/bin/pactl", ["set-sink-input-volume", "\(streams[0].index)", "40%"], environment: environment).code, 0)
         XCTAssertEqual(try runTool("/usr/bin/pactl", ["set-sink-input-mute", "\(streams[0].index)", "1"], environment: environment).code, 0)
-        try waitForStreams("both at 40%, muted") { $0.count == 2 && $0.allSatisfy { $0.volume == 26_214 && $0.mute } }
+        try PulseSinkInput.waitFor("both at 40%, muted") { $0.count == 2 && $0.allSatisfy { $0.volume == 26_214 && $0.mute } }
         XCTAssertEqual(try runTool("/usr/bin/pactl", ["set-sink-input-mute", "\(streams[1].index)", "0"], environment: environment).code, 0)
-        try waitForStreams("both unmuted, from the other") { $0.count == 2 && $0.allSatisfy { !$0.mute && $0.volume == 26_214 } }
+        try PulseSinkInput.waitFor("both unmuted, from the other") { $0.count == 2 && $0.allSatisfy { !$0.mute && $0.volume == 26_214 } }
 
         let (loaded, module) = try runTool("/usr/bin/pactl", ["load-module", "module-null-sink", "sink_name=musickit_test_other"],
                                            environment: environment)
@@ -134,12 +119,12 @@ final class PulseAudioSpareStreamTests: XCTestCase {
                                  environment: environment) }
         XCTAssertEqual(try runTool("/usr/bin/pactl", ["move-sink-input", "\(streams[1].index)", "musickit_test_other"],
                                    environment: environment).code, 0)
-        try waitForStreams("both moved") { $0.count == 2 && $0[0].sink == $0[1].sink && $0[0].sink != streams[0].sink }
+        try PulseSinkInput.waitFor("both moved") { $0.count == 2 && $0[0].sink == $0[1].sink && $0[0].sink != streams[0].sink }
 
         // The skip switches to the other stream: it plays where, and as loud as, the person set.
         let firstSink = streams[0].sink
         engine.skipToNextEntry()
-        try waitForStreams("after the skip, the spare is ready again", spareIsReady)
+        try PulseSinkInput.waitFor("after the skip, the spare is ready again", spareIsReady)
         let after = try PulseSinkInput.ofThisProcess()
         XCTAssertTrue(after.allSatisfy { $0.volume == 26_214 && !$0.mute && $0.sink != firstSink }, "\(after)")
         XCTAssertEqual(engine.statistics.underruns, 0)

@@ -281,6 +281,25 @@ public struct PulseSinkInput: Equatable {
     /// The stream's name (`media.name`), which the desktop's mixer shows.
     public var name: String?
 
+    /// Waits until `condition` holds for this process's streams on `server` (the process's own
+    /// when nil); fails the test with the streams after `timeout`. The streams last seen.
+    @discardableResult
+    public static func waitFor(_ description: String, server: String? = nil, timeout: TimeInterval = 5,
+                               file: StaticString = #filePath, line: UInt = #line,
+                               _ condition: ([PulseSinkInput]) -> Bool) throws -> [PulseSinkInput] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var streams = try ofThisProcess(server: server)
+        while !condition(streams) {
+            guard Date() < deadline else {
+                XCTFail("\(description); the streams: \(streams)", file: file, line: line)
+                return streams
+            }
+            usleep(20_000)
+            streams = try ofThisProcess(server: server)
+        }
+        return streams
+    }
+
     /// The streams of the server at `PULSE_SERVER` (the process's own when nil) that this process plays.
     public static func ofThisProcess(server: String? = nil) throws -> [PulseSinkInput] {
         var environment: [String: String] = [:]

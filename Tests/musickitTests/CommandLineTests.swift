@@ -150,12 +150,7 @@ final class CommandLineTests: XCTestCase {
             let line: String = try XCTUnwrap(lines.first { $0.contains("loudness:") }, result.out)
             let words: [String] = line.split(separator: " ").map(String.init)
             let ours: Double = try XCTUnwrap(Double(words[1]), line)
-            let ffmpeg = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-nostats", "-i", url.path,
-                                                         "-af", "ebur128=peak=true", "-f", "null", "-"], environment: [:])
-            // Its summary: "    I:         -14.2 LUFS".
-            let summary: [String] = ffmpeg.out.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            let integrated: String = try XCTUnwrap(summary.last { $0.hasPrefix("I:") }, ffmpeg.out)
-            let theirs: Double = try XCTUnwrap(Double(integrated.split(separator: " ").map(String.init)[1]), integrated)
+            let (theirs, integrated) = try ffmpegIntegratedLoudness(url)
             XCTAssertEqual(ours, theirs, accuracy: 0.11, "\(url.lastPathComponent): \(line) against FFmpeg's \(integrated)")
         }
     }

@@ -343,11 +343,7 @@ final class PlayerRealTimeTests: XCTestCase {
             XCTAssertLessThan(samples.map { abs(Int($0)) }.max() ?? 0, 32_767, "\(title): no sample at full scale")
             let wav = directory.appendingPathComponent("\(title).wav")
             try writeAudioFile(wav, samples.map { Float($0) / 32_768 })
-            let ffmpeg = try runTool("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-nostats", "-i", wav.path,
-                                                         "-af", "ebur128", "-f", "null", "-"], environment: [:])
-            let summary: [String] = ffmpeg.out.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            let integrated: String = try XCTUnwrap(summary.last { $0.hasPrefix("I:") }, ffmpeg.out)
-            let lufs: Double = try XCTUnwrap(Double(integrated.split(separator: " ").map(String.init)[1]), integrated)
+            let (lufs, integrated) = try ffmpegIntegratedLoudness(wav)
             XCTAssertEqual(lufs, -18, accuracy: 0.5, "\(title) at the monitor: \(integrated)")
         }
     }
