@@ -63,7 +63,7 @@ struct LoudnessBenchmarks {
                 engine.stop()
                 Thread.sleep(forTimeInterval: 0.25)
                 guard let lufs = try Self.loudness(Array(samples)) else { continue }
-                (normalized ? { after.append(lufs) } : { before.append(lufs) })()
+                if normalized { after.append(lufs) } else { before.append(lufs) }
             }
         }
         func spread(_ values: [Double]) -> Double { (values.max() ?? 0) - (values.min() ?? 0) }
