@@ -612,9 +612,16 @@ final class EngineSession: @unchecked Sendable {
             }))
 
         if let output = device as? any VolumeControlledOutput {
+            // Called on the output's thread under its own lock: passed on from a queue, since
+            // delivering takes the engine's lock, which `setVolume` holds while it takes the
+            // output's (the other order would deadlock).
+            let volumeEvents = DispatchQueue(label: "musickit.engine.volume-events")
             output.volumeChangedElsewhere = { [weak self] volume in
-                guard let self else { return }
-                onEvent(self, .volumeChanged(volume))
+                guard let session = self else { return }
+                volumeEvents.async { [weak session] in
+                    guard let session else { return }
+                    onEvent(session, .volumeChanged(volume))
+                }
             }
         }
         let priority = configuration.realtimePriority
