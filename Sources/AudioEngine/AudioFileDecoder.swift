@@ -69,6 +69,12 @@ public struct AudioFileInfo: Sendable, Equatable {
     public var trackNumber: Int?
     public var date: String?
     public var comment: String?
+    /// The album's artist (`ALBUMARTIST`, ID3 `TPE2`, MP4 `aART`) where it differs from the
+    /// song's, as on a compilation. libsndfile does not read it: see `AudioFileDecoder.readAllTags()`.
+    public var albumArtist: String? = nil
+    /// The disc of a multi-disc album (`DISCNUMBER`, ID3 `TPOS`, MP4 `disk`); libsndfile does not
+    /// read it either.
+    public var discNumber: Int? = nil
 
     public var duration: Double { sampleRate > 0 ? Double(frameCount) / Double(sampleRate) : 0 }
 }
@@ -261,6 +267,17 @@ public final class AudioFileDecoder {
     /// The cover art stored in the file (JPEG or PNG bytes), when its format carries one
     /// (MP4's `covr`).
     public var coverArt: Data? { (reader as? FFmpegReader)?.coverArt }
+
+    /// `info` with every tag the file carries, and its embedded cover: for a file libsndfile
+    /// decodes (FLAC, Ogg, MP3, WAV…), what libsndfile cannot read — the album artist, the disc
+    /// number, a FLAC `PICTURE` or ID3 `APIC` cover, and any tag it left empty — read through
+    /// FFmpeg's demuxers, which know every tag format. That opens the file once more (~0.1 ms,
+    /// and FFmpeg's load the first time in a process): for a library scan, not for the path to
+    /// a first sound. A file FFmpeg decodes has them already.
+    public func readAllTags() -> (info: AudioFileInfo, coverArt: Data?) {
+        if let ffmpeg = reader as? FFmpegReader { return (info, ffmpeg.coverArt) }
+        return info.completedByFFmpeg(path: path) ?? (info, nil)
+    }
 
     /// Properties and tags without keeping the file open.
     public static func info(path: String) throws(DecoderError) -> AudioFileInfo {

@@ -154,8 +154,8 @@ final class FFmpegReader: AudioFileReader {
         info = AudioFileInfo(sampleRate: sampleRate, channelCount: channelCount, frameCount: frameCount,
                              formatName: container.hasPrefix("mov") ? "MPEG-4 (\(codecName))" : "\(container.uppercased()) (\(codecName))",
                              title: tags["title"], artist: tags["artist"], album: tags["album"], genre: tags["genre"],
-                             trackNumber: tags["track"].flatMap { Int($0.split(separator: "/").first ?? "") },
-                             date: tags["date"], comment: tags["comment"])
+                             trackNumber: tags.leadingNumber("track"), date: tags["date"], comment: tags["comment"],
+                             albumArtist: tags.albumArtist, discNumber: tags.leadingNumber("disc"))
         coverArt = LibAV.coverArt(format)
     }
 
@@ -644,18 +644,32 @@ private struct LibAV: @unchecked Sendable {
         }
 
         subscript(name: String) -> String? { values[name.lowercased()] }
+
+        /// The number before any "/" ("3/12" is track 3 of 12).
+        func leadingNumber(_ name: String) -> Int? {
+            self[name].flatMap { Int($0.split(separator: "/").first?.trimmingCharacters(in: .whitespaces) ?? "") }
+        }
+
+        /// FFmpeg's `album_artist` (from `ALBUMARTIST`, `TPE2`, `aART`), or the spellings it
+        /// leaves as they are (APE's "Album Artist", a Vorbis comment's `ALBUM ARTIST`).
+        var albumArtist: String? { self["album_artist"] ?? self["albumartist"] ?? self["album artist"] }
     }
 
     /// Every tag of the file at `path` (the container's and its streams'), read by FFmpeg's
     /// demuxer for any format it knows (FLAC and Ogg comments, ID3v2 `TXXX` frames, MP4's
     /// freeform atoms); nil when it cannot open the file.
     static func readTags(path: String) -> Tags? {
+        readTagsAndCover(path: path)?.tags
+    }
+
+    /// `readTags(path:)` and the file's attached picture, in one open.
+    static func readTagsAndCover(path: String) -> (tags: Tags, coverArt: Data?)? {
         guard case .success(let av) = LibAV.loaded else { return nil }
         var format: Format?
         guard av.openInput(&format, path, nil, nil) >= 0, let opened = format else { return nil }
         defer { av.closeInput(&format) }
         let streams = (0..<Int(opened.pointee.nb_streams)).compactMap { opened.pointee.streams[$0]?.pointee.metadata }
-        return Tags(av, [opened.pointee.metadata] + streams)
+        return (Tags(av, [opened.pointee.metadata] + streams), coverArt(opened))
     }
 
     /// The bytes of the stream FFmpeg marks as the file's attached picture (its cover).
@@ -668,6 +682,26 @@ private struct LibAV: @unchecked Sendable {
         return nil
     }
 
+}
+
+extension AudioFileInfo {
+    /// These tags completed by what FFmpeg's demuxer reads of the file at `path` (for
+    /// `AudioFileDecoder.readAllTags()`), and the file's attached picture; nil when FFmpeg
+    /// cannot open it.
+    func completedByFFmpeg(path: String) -> (info: AudioFileInfo, coverArt: Data?)? {
+        guard let read = LibAV.readTagsAndCover(path: path) else { return nil }
+        var complete = self
+        complete.title = title ?? read.tags["title"]
+        complete.artist = artist ?? read.tags["artist"]
+        complete.album = album ?? read.tags["album"]
+        complete.genre = genre ?? read.tags["genre"]
+        complete.trackNumber = trackNumber ?? read.tags.leadingNumber("track")
+        complete.date = date ?? read.tags["date"]
+        complete.comment = comment ?? read.tags["comment"]
+        complete.albumArtist = albumArtist ?? read.tags.albumArtist
+        complete.discNumber = discNumber ?? read.tags.leadingNumber("disc")
+        return (complete, read.coverArt)
+    }
 }
 
 extension AudioFileDecoder {

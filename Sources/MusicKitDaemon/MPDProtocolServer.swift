@@ -526,7 +526,7 @@ final class MPDProtocolServer: @unchecked Sendable {
             return "replay_gain_mode: \(player.loudnessMode.rawValue)\n"
         case "getvol":
             return "volume: \(Self.percent(player.volume))\n"
-        case "tagtypes": return ["Artist", "Album", "Title", "Track", "Date", "Genre", "Disc"].map { "tagtype: \($0)\n" }.joined()
+        case "tagtypes": return ["Artist", "AlbumArtist", "Album", "Title", "Track", "Date", "Genre", "Disc"].map { "tagtype: \($0)\n" }.joined()
         case "outputs":
             // The device opened (after a fallback), else the one configured; libpulse's or ALSA's.
             let device = player.engineStatistics.deviceName ?? player.engineConfiguration.deviceName
@@ -658,6 +658,7 @@ final class MPDProtocolServer: @unchecked Sendable {
         if let title = resource.string("name") { lines.append("Title: \(title)") }
         if let artist = resource.string("artistName") { lines.append("Artist: \(artist)") }
         if let album = resource.string("albumName") { lines.append("Album: \(album)") }
+        if let albumArtist = resource.string(LibraryAttributes.albumArtist) { lines.append("AlbumArtist: \(albumArtist)") }
         if let genre = resource.strings("genreNames")?.first { lines.append("Genre: \(genre)") }
         if let track = resource.int("trackNumber") { lines.append("Track: \(track)") }
         if let disc = resource.int("discNumber") { lines.append("Disc: \(disc)") }
@@ -690,10 +691,10 @@ final class MPDProtocolServer: @unchecked Sendable {
         return start..<end
     }
 
-    /// MPD's tags in filters, and the attributes they read. `AlbumArtist` falls back to the
-    /// artist (the library does not read album artists), as MPD's own fallback does.
+    /// MPD's tags in filters, and the attributes they read. `AlbumArtist` is the file's album
+    /// artist, else the artist, as MPD's own fallback (`albumArtistOrArtist`).
     private static let filterKeys: [String: [String]] = [
-        "title": ["name"], "artist": ["artistName"], "albumartist": ["artistName"], "album": ["albumName"],
+        "title": ["name"], "artist": ["artistName"], "albumartist": [albumArtistOrArtist], "album": ["albumName"],
         "genre": ["genreNames"], "date": ["releaseDate"], "track": ["trackNumber"], "disc": ["discNumber"],
         "file": ["filePath"], "any": ["name", "artistName", "albumName"],
     ]
@@ -715,8 +716,14 @@ final class MPDProtocolServer: @unchecked Sendable {
         return pairs
     }
 
+    /// The key `values(of:in:)` reads as the album artist, or the artist where there is none.
+    private static let albumArtistOrArtist = "albumArtistOrArtist"
+
     /// A tag's values in a song, as text.
     private static func values(of key: String, in song: ResourceObject) -> [String] {
+        if key == albumArtistOrArtist {
+            return values(of: song.string(LibraryAttributes.albumArtist) != nil ? LibraryAttributes.albumArtist : "artistName", in: song)
+        }
         if let texts = song.strings(key) { return texts }
         if let text = song.string(key) { return [text] }
         if let number = song.int(key) { return [String(number)] }

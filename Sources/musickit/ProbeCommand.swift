@@ -49,14 +49,15 @@ enum ProbeCommand {
         var failures = 0
         for (index, path) in parsed.positionals.enumerated() {
             do {
-                let info = try AudioFileDecoder(path: path).info
+                let info = try AudioFileDecoder(path: path).readAllTags().info
                 let entry = AudioEntry(token: .init(rawValue: UInt64(index + 1)), path: path)
                 let decoder = try EntryDecoder(entry: entry, streamRate: rate ?? info.sampleRate,
                                                streamChannels: info.channelCount)
                 var frames = 0
                 while !decoder.isFinished { frames += try decoder.nextChunk().count / max(1, info.channelCount) }
                 if quiet { continue }
-                let tags = [("title", info.title), ("artist", info.artist), ("album", info.album)]
+                let tags = [("title", info.title), ("artist", info.artist), ("album", info.album), ("album artist", info.albumArtist),
+                            ("disc", info.discNumber.map(String.init)), ("track", info.trackNumber.map(String.init))]
                     .compactMap { name, value in value.map { "\(name) \"\($0)\"" } }
                 Console.out("\(path): \(info.formatName), \(info.sampleRate) Hz, \(info.channelCount) ch, "
                             + "\(formatTime(info.duration)) (\(info.frameCount) frames declared, \(frames) decoded"

@@ -345,26 +345,67 @@ final class LibraryTests: XCTestCase {
         XCTAssertEqual(folderAlbum?.artwork?.maximumWidth, 600, "an album has its songs' artwork")
     }
 
-    /// A library of the previous schema (no artwork column) keeps its playlists and history,
-    /// and its files are read again for their artwork at the next scan.
-    func testALibraryOfTheLastSchemaIsMigratedNotMovedAside() async throws {
+    /// What libsndfile does not read, read through FFmpeg in the scan (issue #44): a
+    /// compilation's album artist groups its songs by different artists into one album, in disc
+    /// then track order, and a FLAC's embedded picture is its artwork.
+    func testACompilationIsOneAlbumByItsAlbumArtistInDiscOrderWithItsEmbeddedCover() async throws {
+        let assets = try XCTUnwrap(MusicKitEnvironment.bundledAssets())
+        let png = assets.appendingPathComponent("Artwork/angelic-asylum.png")
+        let songs = [("a.flac", "Closing", "Artist A", 2, 1), ("b.flac", "Opening", "Artist B", 1, 1), ("c.flac", "Middle", "Artist A", 1, 2)]
+        for (index, song) in songs.enumerated() {
+            let plain = environment.configDirectory.appendingPathComponent("plain\(index).flac")
+            try writeAudioFile(plain, TestSignal.sweep(frames: 4_410))
+            try encodeWithFFmpeg(plain, to: music.appendingPathComponent(song.0), codec: "copy",
+                                 inputs: index == 0 ? ["-i", png.path] : [],
+                                 arguments: (index == 0 ? ["-map", "0:a", "-map", "1:v", "-c:v", "copy", "-disposition:v", "attached_pic"] : [])
+                                    + ["-metadata", "title=\(song.1)", "-metadata", "artist=\(song.2)", "-metadata", "album=Hits",
+                                       "-metadata", "album_artist=Various Artists", "-metadata", "disc=\(song.3)/2",
+                                       "-metadata", "track=\(song.4)"])
+        }
+        let scanned = try MusicLibraryScanner.scan()
+        XCTAssertEqual(scanned.added, 3, "\(scanned.skipped)")
+
+        let albums = try await MusicLibraryRequest<Album>().response().items
+        XCTAssertEqual(albums.map(\.title), ["Hits"], "one album, not one per artist")
+        XCTAssertEqual(albums.first?.artistName, "Various Artists")
+        let album = try await XCTUnwrap(albums.first).with([.tracks])
+        XCTAssertEqual(album.tracks?.map(\.title), ["Opening", "Middle", "Closing"], "disc 1 tracks 1–2, then disc 2")
+        let byAlbum = try await MusicLibrarySectionedRequest<Album, Song>().response().sections
+        XCTAssertEqual(byAlbum.map { $0.items.map(\.title) }, [["Opening", "Middle", "Closing"]])
+
+        var request = MusicLibraryRequest<Song>()
+        request.sort(by: \.title, ascending: true)
+        let library = try await request.response().items
+        XCTAssertEqual(library.map(\.discNumber), [2, 1, 1])
+        XCTAssertEqual(library.first?.artwork?.maximumWidth, 600, "the FLAC's PICTURE block")
+        XCTAssertNil(library.last?.artwork, "no picture, no folder cover")
+        let found = try await MusicLibrarySearchRequest(term: "various", types: [Song.self]).response().songs
+        XCTAssertEqual(found.count, 3, "the album artist is searched too")
+    }
+
+    /// A library of an earlier schema (2: no artwork; 3: no album artist or disc) keeps its
+    /// playlists, and its files are read again for what it lacked at the next scan.
+    func testALibraryOfAnEarlierSchemaIsMigratedNotMovedAside() async throws {
         try addSomeSongs()
         _ = try MusicLibraryScanner.scan()
         _ = try await MusicLibrary.shared.createPlaylist(name: "Kept")
-        MusicLibraryService.reset()
         let path = environment.dataDirectory.appendingPathComponent("library.sqlite")
-        do {
-            let database = try SQLiteDatabase(path: path.path)
-            try database.execute("ALTER TABLE files DROP COLUMN artwork; UPDATE meta SET value = '2' WHERE key = 'schema'")
+        for (version, dropped) in [("2", ["artwork", "album_artist", "disc"]), ("3", ["album_artist", "disc"])] {
+            MusicLibraryService.reset()
+            do {
+                let database = try SQLiteDatabase(path: path.path)
+                try database.execute(dropped.map { "ALTER TABLE files DROP COLUMN \($0);" }.joined()
+                                     + "UPDATE meta SET value = '\(version)' WHERE key = 'schema'")
+            }
+            let service = try MusicLibraryService.open()
+            XCTAssertNil(service.problem, "schema \(version): not moved aside")
+            let playlists = try await MusicLibraryRequest<Playlist>().response().items
+            XCTAssertEqual(playlists.map(\.name), ["Kept"], "schema \(version)")
+            let rescanned = try MusicLibraryScanner.scan()
+            XCTAssertEqual(rescanned.updated, 3, "schema \(version): every file read again")
+            let schema = try SQLiteDatabase(path: path.path).statement("SELECT value FROM meta WHERE key = 'schema'").rows { $0.string(0) }
+            XCTAssertEqual(schema, [LibraryStore.schemaVersion], "schema \(version)")
         }
-        let service = try MusicLibraryService.open()
-        XCTAssertNil(service.problem, "not moved aside")
-        let playlists = try await MusicLibraryRequest<Playlist>().response().items
-        XCTAssertEqual(playlists.map(\.name), ["Kept"])
-        let rescanned = try MusicLibraryScanner.scan()
-        XCTAssertEqual(rescanned.updated, 3, "every file read again")
-        let schema = try SQLiteDatabase(path: path.path).statement("SELECT value FROM meta WHERE key = 'schema'").rows { $0.string(0) }
-        XCTAssertEqual(schema, [LibraryStore.schemaVersion])
     }
 
     func testACorruptLibraryDatabaseIsKeptAsideAndReported() throws {

@@ -126,11 +126,14 @@ final class CommandLineTests: XCTestCase {
         let tagged = directory.appendingPathComponent("tagged.flac")
         try encodeWithFFmpeg(plain, to: tagged, codec: "flac",
                              arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=-6.52 dB", "-metadata", "REPLAYGAIN_TRACK_PEAK=0.98",
-                                         "-metadata", "REPLAYGAIN_ALBUM_GAIN=+90 dB"])
+                                         "-metadata", "REPLAYGAIN_ALBUM_GAIN=+90 dB", "-metadata", "album_artist=Various Artists",
+                                         "-metadata", "disc=2/3"])
         let result = try run(["probe", plain.path, tagged.path])
         XCTAssertEqual(result.code, 0, result.err)
         let lines = result.out.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 3, "one line per file, and the tagged one's ReplayGain: \(result.out)")
+        XCTAssertTrue(lines[1].hasSuffix("title \"Plain\", artist \"Test Tones\", album artist \"Various Artists\", disc \"2\""),
+                      "what libsndfile does not read, read through FFmpeg: \(lines[1])")
         XCTAssertEqual(lines.last, "  ReplayGain: track -6.52 dB (peak 0.980000); ignored: REPLAYGAIN_ALBUM_GAIN=+90 dB")
     }
 

@@ -13,7 +13,7 @@ import XCTest
 final class MPDOracleTests: TerminalTestCase {
     /// One song as both describe it: its file (relative to the music folder: MPD's URIs are,
     /// musickitd's are absolute paths) and the tags both carry.
-    private static let comparedKeys: Set<String> = ["Title", "Artist", "Album", "Track", "Date", "Genre", "Time"]
+    private static let comparedKeys: Set<String> = ["Title", "Artist", "AlbumArtist", "Album", "Track", "Disc", "Date", "Genre", "Time"]
 
     func testMusickitdAnswersLibraryQueriesAsMPDDoesForTheSameFiles() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpd") else {
@@ -31,6 +31,17 @@ final class MPDOracleTests: TerminalTestCase {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try writeTone(to: url, hz: 300 + 100 * Double(index), seconds: 1, title: song.title, artist: song.artist,
                           album: song.album, trackNumber: song.track)
+        }
+        // A two-disc compilation, tagged as taggers do (ALBUMARTIST, DISCNUMBER: libsndfile
+        // writes neither), its second disc's song first in the folder.
+        let compilation = [("Mix/a.flac", "Second Disc Song", "Artist B", 2), ("Mix/b.flac", "First Disc Song", "Artist A", 1)]
+        for (index, song) in compilation.enumerated() {
+            let plain = directory.appendingPathComponent("plain\(index).flac")
+            try writeTone(to: plain, hz: 800 + 100 * Double(index), seconds: 1, title: song.1, artist: song.2, album: "Mix", trackNumber: 1)
+            let url = music.appendingPathComponent(song.0)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try encodeWithFFmpeg(plain, to: url, codec: "copy", arguments: ["-metadata", "album_artist=Various Artists",
+                                                                            "-metadata", "disc=\(song.3)"])
         }
 
         // The oracle: MPD with this folder as its music directory, on a socket of its own.
@@ -98,7 +109,9 @@ final class MPDOracleTests: TerminalTestCase {
                            "find album \"Weather\" track \"2\"", "search title \"ZEPH\"", "search any \"breeze\"",
                            "find artist \"Solo Artist\" album \"Single\"", "count artist \"The Breeze\"",
                            "find artist \"Nobody\"", "lsinfo \"No Such Folder\"", "list album \"The Breeze\"",
-                           "list album artist \"The Breeze\"", "list title album \"Weather\""]
+                           "list album artist \"The Breeze\"", "list title album \"Weather\"",
+                           "find albumartist \"Various Artists\"", "find album \"Mix\" disc \"2\"", "list album albumartist \"Various Artists\"",
+                           "find albumartist \"The Breeze\" album \"Seasons\"", "lsinfo \"Mix\""]
         for command in sameAnswers {
             let expected = normalized(theirs.exchange(command + "\n"))
             XCTAssertEqual(normalized(ours.exchange(command + "\n")), expected, command)

@@ -31,6 +31,21 @@ public struct LibraryScanResult: Sendable, Equatable {
     }
 }
 
+/// Attributes of scanned songs that Apple's song resources do not have.
+package enum LibraryAttributes {
+    /// The album artist, where the file names one (a compilation's "Various Artists"): the
+    /// library's albums, its search and MPD's `AlbumArtist` read it.
+    package static let albumArtist = "albumArtistName"
+
+    /// Which album a library song is on: its album's name and artist — the album artist the
+    /// file names, else the song's artist — as one key (nil for a song without an album).
+    static func albumKey(of song: ResourceObject) -> (key: String, name: String, artist: String)? {
+        guard let name = song.string("albumName") else { return nil }
+        let artist = song.string(albumArtist) ?? song.string("artistName") ?? ""
+        return (name + "\u{1}" + artist, name, artist)
+    }
+}
+
 /// The person's library in SQLite (`<data>/library.sqlite`): scanned files with their tags,
 /// catalog items added to the library, library playlists, and the listening history.
 ///
@@ -43,7 +58,8 @@ public struct LibraryScanResult: Sendable, Equatable {
 final class LibraryStore: @unchecked Sendable {
     // @unchecked: used only behind MusicLibraryService's mutex.
     /// 3: files have their artwork (`artwork`, an artwork object as JSON).
-    static let schemaVersion = "3"
+    /// 4: files have their album artist and disc number (`album_artist`, `disc`).
+    static let schemaVersion = "4"
     let database: SQLiteDatabase
     let path: URL
     /// Set when the file found on open was unusable and was moved aside.
@@ -78,7 +94,7 @@ final class LibraryStore: @unchecked Sendable {
                 path TEXT PRIMARY KEY, id TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
                 readable INTEGER NOT NULL, reason TEXT,
                 title TEXT, artist TEXT, album TEXT, genre TEXT, track INTEGER, duration REAL, year TEXT,
-                added REAL NOT NULL, artwork TEXT);
+                added REAL NOT NULL, artwork TEXT, album_artist TEXT, disc INTEGER);
             CREATE TABLE IF NOT EXISTS catalog_items(
                 type TEXT NOT NULL, id TEXT NOT NULL, library_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, added REAL NOT NULL,
                 PRIMARY KEY(type, id));
@@ -96,10 +112,15 @@ final class LibraryStore: @unchecked Sendable {
         let version = try database.statement("SELECT value FROM meta WHERE key = 'schema'").rows { $0.string(0) }.first ?? nil
         if version == nil {
             try database.statement("INSERT INTO meta(key, value) VALUES ('schema', ?1)").run([schemaVersion])
-        } else if version == "2" {
-            // Files gain their artwork: every file is read again at the next scan for it.
+        } else if version == "2" || version == "3" {
+            // Files gain their artwork (3), album artist and disc (4): every file is read again
+            // at the next scan for them.
             try database.transaction {
-                try database.execute("ALTER TABLE files ADD COLUMN artwork TEXT; UPDATE files SET mtime = -1")
+                if version == "2" { try database.execute("ALTER TABLE files ADD COLUMN artwork TEXT") }
+                try database.execute("""
+                    ALTER TABLE files ADD COLUMN album_artist TEXT; ALTER TABLE files ADD COLUMN disc INTEGER;
+                    UPDATE files SET mtime = -1
+                    """)
                 try database.statement("UPDATE meta SET value = ?1 WHERE key = 'schema'").run([schemaVersion])
             }
         } else if version != schemaVersion {
@@ -154,12 +175,12 @@ final class LibraryStore: @unchecked Sendable {
         try database.transaction {
             let upsert = try database.statement("""
                 INSERT INTO files(path, id, size, mtime, readable, reason, title, artist, album, genre, track, duration, year, added,
-                                  artwork)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                                  artwork, album_artist, disc)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
                 ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, readable = excluded.readable,
                     reason = excluded.reason, title = excluded.title, artist = excluded.artist, album = excluded.album,
                     genre = excluded.genre, track = excluded.track, duration = excluded.duration, year = excluded.year,
-                    artwork = excluded.artwork
+                    artwork = excluded.artwork, album_artist = excluded.album_artist, disc = excluded.disc
                 """)
             for (index, file) in found.enumerated() {
                 report.filesSeen = index + 1
@@ -170,16 +191,17 @@ final class LibraryStore: @unchecked Sendable {
                     var readable = true
                     do {
                         let decoder = try AudioFileDecoder(path: file.path)
-                        let info = decoder.info
                         try Self.decodeTheEnd(of: decoder)
+                        let (info, embeddedCover) = decoder.readAllTags()
                         let stem = Song.nameWithoutExtension(ofFileAt: file.path)
-                        let cover = artwork.artwork(embedded: decoder.coverArt, besides: file.path)?.serialized
+                        let cover = artwork.artwork(embedded: embeddedCover, besides: file.path)?.serialized
                         try upsert.run([file.path, id, file.size, file.mtime, true, nil, info.title ?? stem,
-                                        info.artist, info.album, info.genre, info.trackNumber, info.duration, info.date, now, cover])
+                                        info.artist, info.album, info.genre, info.trackNumber, info.duration, info.date, now, cover,
+                                        info.albumArtist, info.discNumber])
                     } catch let error as DecoderError {
                         readable = false
                         try upsert.run([file.path, id, file.size, file.mtime, false, error.description, nil, nil, nil, nil,
-                                        nil, nil, nil, now, nil])
+                                        nil, nil, nil, now, nil, nil, nil])
                     }
                     if known[file.path] != nil { result.updated += 1 } else if readable { result.added += 1 }
                     report.filesRead += 1
@@ -217,7 +239,8 @@ final class LibraryStore: @unchecked Sendable {
     /// Library songs: scanned files, then catalog songs added to the library.
     func songs() throws -> [ResourceObject] {
         let files = try database.statement("""
-            SELECT id, path, title, artist, album, genre, track, duration, year, added, artwork FROM files WHERE readable = 1
+            SELECT id, path, title, artist, album, genre, track, duration, year, added, artwork, album_artist, disc
+            FROM files WHERE readable = 1
             """).rows { row -> ResourceObject in
             let id = row.string(0) ?? ""
             var attributes: [String: JSONValue] = [
@@ -233,6 +256,8 @@ final class LibraryStore: @unchecked Sendable {
             if !row.isNull(7) { attributes["durationInMillis"] = .number((row.double(7) * 1000).rounded()) }
             if let year = row.string(8) { attributes["releaseDate"] = .string(year) }
             if let artwork = row.string(10).flatMap({ try? JSONValue.parse($0) }) { attributes["artwork"] = artwork }
+            if let albumArtist = row.string(11) { attributes[LibraryAttributes.albumArtist] = .string(albumArtist) }
+            if !row.isNull(12) { attributes["discNumber"] = .number(Double(row.int(12))) }
             return ResourceObject(id: id, type: "library-songs", href: "/v1/me/library/songs/\(id)", attributes: attributes)
         }
         return files + (try catalogItems(type: "songs"))

@@ -34,7 +34,7 @@ final class MusicLibraryService: Sendable {
         let resource: ResourceObject
         let folded: [String: String]
 
-        static let textKeys = ["name", "artistName", "albumName", "composerName"]
+        static let textKeys = ["name", "artistName", "albumName", "composerName", LibraryAttributes.albumArtist]
 
         init(_ resource: ResourceObject) {
             self.resource = resource
@@ -144,20 +144,22 @@ final class MusicLibraryService: Sendable {
         return built
     }
 
-    /// Albums: one per (album, artist) of the songs, then catalog albums added whole.
+    /// Albums: one per (album, album artist) of the songs — the album artist a file names (a
+    /// compilation's "Various Artists"), else the song's artist — then catalog albums added whole.
+    /// An album's songs are in disc, then track order.
     private func albums() throws -> [ResourceObject] {
         var order: [String] = []
         var byKey: [String: (name: String, artist: String, songs: [ResourceObject])] = [:]
         for song in try items("songs") {
-            guard let album = song.string("albumName") else { continue }
-            let artist = song.string("artistName") ?? ""
-            let key = album + "\u{1}" + artist
+            guard let (key, album, artist) = LibraryAttributes.albumKey(of: song) else { continue }
             if byKey[key] == nil { order.append(key); byKey[key] = (album, artist, []) }
             byKey[key]!.songs.append(song)
         }
         let built = order.map { key -> ResourceObject in
             let entry = byKey[key]!
-            let songs = entry.songs.sorted { ($0.int("trackNumber") ?? 0) < ($1.int("trackNumber") ?? 0) }
+            let songs = entry.songs.sorted {
+                ($0.int("discNumber") ?? 1, $0.int("trackNumber") ?? 0) < ($1.int("discNumber") ?? 1, $1.int("trackNumber") ?? 0)
+            }
             let id = LibraryStore.id(prefix: "l.", key)
             var attributes: [String: JSONValue] = ["name": .string(entry.name), "artistName": .string(entry.artist),
                                                    "trackCount": .number(Double(songs.count)),

@@ -36,7 +36,7 @@ public struct MusicLibrarySearchRequest: Equatable, Hashable, Sendable {
         for type in types {
             guard let backed = type as? any LibraryRequestBacked.Type, !words.isEmpty else { continue }
             let matches = try service.indexedItems(backed.libraryType).compactMap { entry -> (Int, String, ResourceObject)? in
-                let fields = ["name", "artistName", "albumName"].compactMap { entry.folded[$0] }
+                let fields = ["name", "artistName", "albumName", LibraryAttributes.albumArtist].compactMap { entry.folded[$0] }
                 guard words.allSatisfy({ word in fields.contains { MusicLibraryService.IndexedResource.contains($0, word) } }) else {
                     return nil
                 }

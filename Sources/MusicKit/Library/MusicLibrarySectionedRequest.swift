@@ -201,7 +201,7 @@ public struct MusicLibrarySectionedRequest<SectionType: MusicLibrarySectionReque
         switch sectionType.libraryType {
         case "albums":
             return Grouping(sections: made.map { ("\(fold($0.0.string("name")))\u{1}\(fold($0.0.string("artistName")))", MusicItemID($0.0.id), $0.1) },
-                            keys: { ["\(fold($0.string("albumName")))\u{1}\(fold($0.string("artistName")))"] })
+                            keys: { song in LibraryAttributes.albumKey(of: song).map { [fold($0.name) + "\u{1}" + fold($0.artist)] } ?? [] })
         case "artists":
             return Grouping(sections: made.map { (fold($0.0.string("name")), MusicItemID($0.0.id), $0.1) },
                             keys: { [fold($0.string("artistName"))] })

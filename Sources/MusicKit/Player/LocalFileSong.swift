@@ -69,24 +69,37 @@ extension Song {
     /// path order).
     package var filePath: String? { resource.string("filePath") }
 
-    /// MPD's database order, which `musickit play TERM` follows too: library files by path
-    /// (folder, then file name: an album's songs in track order), then catalog songs by
-    /// artist, album, disc and track.
+    /// MPD's database order, which `musickit play TERM` follows too: library files by folder (a
+    /// folder's songs before its subfolders'), in a folder by disc, track, then file name (as
+    /// MPD's `song_cmp`: a two-disc album in one folder plays disc 1 first); then catalog songs
+    /// by artist, album, disc and track.
     package static func inLibraryOrder(_ songs: [Song]) -> [Song] {
-        songs.sorted { a, b in
-            let (x, y) = (a.resource, b.resource)
-            let (pathX, pathY) = (a.filePath, b.filePath)
-            if (pathX == nil) != (pathY == nil) { return pathX != nil }
-            if let pathX, let pathY, pathX != pathY { return pathX.localizedStandardCompare(pathY) == .orderedAscending }
-            for key in ["artistName", "albumName"] {
-                let (p, q) = (x.string(key) ?? "", y.string(key) ?? "")
-                if p != q { return p.localizedStandardCompare(q) == .orderedAscending }
-            }
+        func byDiscAndTrack(_ x: ResourceObject, _ y: ResourceObject) -> Bool? {
             for key in ["discNumber", "trackNumber"] {
                 let (p, q) = (x.int(key) ?? 0, y.int(key) ?? 0)
                 if p != q { return p < q }
             }
-            return a.title < b.title
+            return nil
+        }
+        return songs.sorted { a, b in
+            let (x, y) = (a.resource, b.resource)
+            let (pathX, pathY) = (a.filePath, b.filePath)
+            if (pathX == nil) != (pathY == nil) { return pathX != nil }
+            if let pathX, let pathY, pathX != pathY {
+                // Folder by folder, name by name, as MPD walks its tree.
+                let folderX = pathX.split(separator: "/").dropLast(), folderY = pathY.split(separator: "/").dropLast()
+                if folderX != folderY {
+                    for (p, q) in zip(folderX, folderY) where p != q { return p.localizedStandardCompare(q) == .orderedAscending }
+                    return folderX.count < folderY.count  // a folder's own songs before its subfolders'
+                }
+                if let order = byDiscAndTrack(x, y) { return order }
+                return pathX.localizedStandardCompare(pathY) == .orderedAscending
+            }
+            for key in ["artistName", "albumName"] {
+                let (p, q) = (x.string(key) ?? "", y.string(key) ?? "")
+                if p != q { return p.localizedStandardCompare(q) == .orderedAscending }
+            }
+            return byDiscAndTrack(x, y) ?? (a.title < b.title)
         }
     }
 }

@@ -750,7 +750,7 @@ final class SystemPlayerMPDTests: XCTestCase {
         let outputs = mpd.exchange("outputs\n")
         XCTAssertTrue(outputs.contains("outputname: \(device)\n"), outputs)
         XCTAssertTrue(outputs.contains("plugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\n"), outputs)
-        XCTAssertEqual(mpd.exchange("tagtypes\n"), ["Artist", "Album", "Title", "Track", "Date", "Genre", "Disc"]
+        XCTAssertEqual(mpd.exchange("tagtypes\n"), ["Artist", "AlbumArtist", "Album", "Title", "Track", "Date", "Genre", "Disc"]
             .map { "tagtype: \($0)\n" }.joined() + "OK\n")
         let song = ResourceObject(id: "1", type: "songs", href: nil, attributes: [
             "name": "Halo", "artistName": "Ripper", "albumName": "Ripped", "trackNumber": 4, "discNumber": 2,
