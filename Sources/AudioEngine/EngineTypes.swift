@@ -485,7 +485,9 @@ public enum LoudnessNormalization: Sendable, Hashable {
 
 /// A file's ReplayGain tags (`REPLAYGAIN_TRACK_GAIN`/`_PEAK`, `REPLAYGAIN_ALBUM_GAIN`/`_PEAK` in
 /// Vorbis comments, ID3v2 `TXXX` frames and MP4 freeform atoms; Opus's `R128_TRACK_GAIN` and
-/// `R128_ALBUM_GAIN`, moved from −23 to ReplayGain's −18 LUFS). Gains are dB to ReplayGain 2.0's
+/// `R128_ALBUM_GAIN`, moved from −23 to ReplayGain's −18 LUFS; iTunes' `iTunNORM`, a track gain,
+/// where there is no ReplayGain track gain). An Opus header's output gain is not among them: the
+/// decoder applies it (libsndfile sets it on libopus), and RFC 7845's R128 gains are on top of it. Gains are dB to ReplayGain 2.0's
 /// reference level; a value that is not a number, or a gain beyond ±51 dB (no real song needs
 /// that: a tag of +90 dB is broken), is left out and named in `ignored`.
 public struct LoudnessTags: Sendable, Equatable {
@@ -505,6 +507,7 @@ public struct LoudnessTags: Sendable, Equatable {
 
     /// From a file's tags by name (any case).
     init(tag: (String) -> String?) {
+        let gains = -51.0...51.0, peaks = 0.0...100.0
         func number(_ name: String, range: ClosedRange<Double>) -> Double? {
             guard let text = tag(name) else { return nil }
             // "-6.52 dB", "+0.30 dB", "0.988525".
@@ -524,9 +527,26 @@ public struct LoudnessTags: Sendable, Equatable {
             }
             return Double(value) / 256 + (-18 - -23)
         }
-        let gains = -51.0...51.0, peaks = 0.0...100.0
+        /// iTunes' Sound Check (`iTunNORM`: ten hex words): the gain from the larger of the first
+        /// two (the channels' loudness against a reference of 1000), the peak from the larger of
+        /// words 7–8 (16-bit sample values), read as beets and mediafile read them — with
+        /// ReplayGain's reference.
+        func soundCheck() -> (gainDB: Double, peak: Double)? {
+            guard let text = tag("iTunNORM") else { return nil }
+            let words = text.split(separator: " ").compactMap { UInt32($0, radix: 16) }
+            guard words.count == 10, let loudest = words[0..<2].max(), loudest > 0,
+                  case let gain = -10 * log10(Double(loudest) / 1000), gains.contains(gain) else {
+                ignored.append("iTunNORM=\(text)")
+                return nil
+            }
+            return (gain, Double(words[6..<8].max() ?? 0) / 32_768)
+        }
         trackGainDB = number("REPLAYGAIN_TRACK_GAIN", range: gains) ?? r128("R128_TRACK_GAIN")
         trackPeak = number("REPLAYGAIN_TRACK_PEAK", range: peaks)
+        if trackGainDB == nil, let soundCheck = soundCheck() {
+            trackGainDB = soundCheck.gainDB
+            trackPeak = soundCheck.peak > 0 ? soundCheck.peak : nil
+        }
         albumGainDB = number("REPLAYGAIN_ALBUM_GAIN", range: gains) ?? r128("R128_ALBUM_GAIN")
         albumPeak = number("REPLAYGAIN_ALBUM_PEAK", range: peaks)
     }

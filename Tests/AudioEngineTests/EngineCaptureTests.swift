@@ -109,6 +109,29 @@ final class EngineCaptureTests: XCTestCase {
         XCTAssertEqual(AudioFileDecoder.loudnessTags(atPath: source.path), LoudnessTags(), "an untagged file")
     }
 
+    /// iTunes' Sound Check value in an MP4 (`iTunNORM`) is a track gain where no ReplayGain tag
+    /// gives one: −10·log10(larger of words 1–2 ÷ 1000) dB, the peak from words 7–8; a broken one
+    /// is named and not applied.
+    func testITunesSoundCheckIsATrackGainWhereNoReplayGainIsGiven() throws {
+        let source = directory.appendingPathComponent("source.flac")
+        try writeAudioFile(source, TestSignal.sweep(frames: 44_100))
+        func tagged(_ name: String, _ metadata: [String]) throws -> LoudnessTags {
+            let url = directory.appendingPathComponent(name)
+            try encodeWithFFmpeg(source, to: url, codec: "alac", arguments: ["-movflags", "use_metadata_tags"] + metadata)
+            return try XCTUnwrap(AudioFileDecoder.loudnessTags(atPath: url.path), name)
+        }
+        let soundCheck = " 00000219 00000190 000005F1 000005F1 00024CA8 00024CA8 00004000 00007FFF 00024CA8 00024CA8"
+        let read = try tagged("itunes.m4a", ["-metadata", "iTunNORM=\(soundCheck)"])
+        XCTAssertEqual(try XCTUnwrap(read.trackGainDB), -10 * log10(537.0 / 1000), accuracy: 0.0001, "the louder channel's 0x219")
+        XCTAssertEqual(try XCTUnwrap(read.trackPeak), 32_767.0 / 32_768, accuracy: 0.00001)
+        XCTAssertNil(read.albumGainDB)
+        let both = try tagged("both.m4a", ["-metadata", "iTunNORM=\(soundCheck)", "-metadata", "REPLAYGAIN_TRACK_GAIN=-6.00 dB"])
+        XCTAssertEqual(both.trackGainDB, -6, "ReplayGain first")
+        let broken = try tagged("broken.m4a", ["-metadata", "iTunNORM= 00000219 zz"])
+        XCTAssertNil(broken.trackGainDB)
+        XCTAssertEqual(broken.ignored, ["iTunNORM=00000219 zz"], "as read: trimmed")
+    }
+
     /// With normalization on, an entry plays at its file's ReplayGain (here the track's −6 dB);
     /// off, the same file is bit-exact.
     func testAnEntryPlaysAtItsFilesReplayGainWhenNormalizationIsOn() throws {
