@@ -38,7 +38,16 @@ struct LibraryBenchmarks {
         let first = try MusicLibraryScanner.scan()
         let firstSeconds = Double(monotonicNanoseconds() - firstStart) / 1e9
         report.add(Row("library first scan, \(fileCount) files", unit: "s", values: [firstSeconds],
-                       note: "\(first.added) added, tags read with libsndfile"))
+                       note: "\(first.added) added, tags read with libsndfile and FFmpeg"))
+        // Sound Check's analysis on top (`musickit library scan --loudness`): 10 files an album,
+        // each album measured together. The files are 10 ms long, so this is the cost per file;
+        // a real song adds its decode at ~270× realtime (the loudness group's figure).
+        let loudnessStart = monotonicNanoseconds()
+        let pass = try MusicLibraryScanner.measureLoudness()
+        let loudnessSeconds = Double(monotonicNanoseconds() - loudnessStart) / 1e9
+        precondition(pass.measured == fileCount, "every file measured: \(pass)")
+        report.add(Row("library loudness pass after it (scan --loudness), \(fileCount) files in albums of 10", unit: "s",
+                       values: [loudnessSeconds], note: String(format: "%.2f ms a file, 10 ms files: without their decode", loudnessSeconds * 1_000 / Double(fileCount))))
         var rescans: [Double] = []
         for _ in 0..<runs {
             let start = monotonicNanoseconds()

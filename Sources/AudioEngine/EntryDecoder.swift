@@ -59,6 +59,8 @@ public final class EntryDecoder {
             if tags.trackGainDB == nil && tags.albumGainDB == nil, let measured = entry.measuredLoudness {
                 tags.trackGainDB = measured.replayGainDB
                 tags.trackPeak = measured.truePeak
+                tags.albumGainDB = measured.albumReplayGainDB
+                tags.albumPeak = measured.albumTruePeak
             }
             gain = entry.gain * tags.amplitude(for: entry.normalization)
         } else {

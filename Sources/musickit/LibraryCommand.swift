@@ -10,11 +10,12 @@ enum LibraryCommand {
                   .init(name: "--limit", valueName: "N", help: "list: at most N items (default 100); recent: (default 10)")],
         flags: [.init(name: "--json", help: "list, recent: print Apple Music API JSON"),
                 .init(name: "--loudness", help: "scan: then measure the songs without ReplayGain tags, for Sound Check"),
+                .init(name: "--no-loudness", help: "scan: do not measure them, though the account's Sound Check is on"),
                 .init(name: "--descending", help: "list: reverse the order")],
         positionalName: "scan|list|recent|add|playlist ...", minimumPositionals: 1)
 
     static let help = """
-    usage: musickit library scan [--loudness] [FOLDER...]
+    usage: musickit library scan [--loudness|--no-loudness] [FOLDER...]
            musickit library list [songs|albums|artists|playlists] [--search TEXT] [--sort title|artist|added]
                                  [--descending] [--limit N] [--json]
            musickit library recent [songs|containers] [--limit N] [--json]
@@ -23,9 +24,10 @@ enum LibraryCommand {
 
     The person's own music. `scan` reads the audio files under the library folders (~/Music
     until FOLDER... sets them), with their tags; only new and changed files are read again,
-    and files that cannot be read are listed with the reason; --loudness then measures the
-    songs whose files carry no ReplayGain tags (EBU R128, once per file: Sound Check plays them
-    normalized from their first play). `list` shows the library
+    and files that cannot be read are listed with the reason; then, when the account's Sound
+    Check is on or with --loudness, it measures the songs whose files carry no ReplayGain tags
+    (EBU R128, once per file, an album's songs together: Sound Check plays them normalized from
+    their first play; ~270× realtime on one core). `list` shows the library
     (MusicLibraryRequest). `recent` shows the listening history, newest first: the songs heard,
     or the albums and playlists they were played from (MusicRecentlyPlayedRequest). `add` adds
     catalog songs, albums or playlists by ID. `playlist`
@@ -46,6 +48,9 @@ enum LibraryCommand {
                 throw UsageError(message: "unknown library command \(parsed.positionals[0])")
             }
             if let limit = parsed.option("--limit"), Int(limit) == nil { throw UsageError(message: "--limit needs a number") }
+            if parsed.has("--loudness") && parsed.has("--no-loudness") {
+                throw UsageError(message: "--loudness and --no-loudness contradict each other")
+            }
             if let sort = parsed.option("--sort"), !["title", "artist", "added"].contains(sort) {
                 throw UsageError(message: "--sort takes title, artist or added")
             }
@@ -67,7 +72,10 @@ enum LibraryCommand {
         if let problem = MusicLibraryScanner.problem { Console.error("warning: \(problem)\n") }
         do {
             switch parsed.positionals[0] {
-            case "scan": return try scan(Array(parsed.positionals.dropFirst()), measuringLoudness: parsed.has("--loudness"))
+            case "scan":
+                let measuring = parsed.has("--loudness")
+                    || (!parsed.has("--no-loudness") && MusicAccountSettings.load().settings.soundCheck != .off)
+                return try scan(Array(parsed.positionals.dropFirst()), measuringLoudness: measuring)
             case "list": return try list(parsed)
             case "recent": return try recent(parsed)
             case "add": return try add(Array(parsed.positionals.dropFirst()))

@@ -536,6 +536,14 @@ final class CommandLineTests: XCTestCase {
         let second = try run(["library", "scan", "--loudness"], environment: environment)
         XCTAssertTrue(second.out.hasSuffix("loudness: 0 measured, 1 known already, 1 tagged, 0 failed\n"), second.out)
         XCTAssertTrue(try run(["library", "--help"], environment: environment).out.contains("--loudness"))
+
+        // Without the flag, a scan measures when the account's Sound Check is on, unless told not to.
+        XCTAssertFalse(try run(["library", "scan"], environment: environment).out.contains("loudness:"), "Sound Check is off")
+        XCTAssertEqual(try run(["account", "--sound-check", "track"], environment: environment).code, 0)
+        let following = try run(["library", "scan"], environment: environment)
+        XCTAssertTrue(following.out.hasSuffix("loudness: 0 measured, 1 known already, 1 tagged, 0 failed\n"), following.out)
+        XCTAssertFalse(try run(["library", "scan", "--no-loudness"], environment: environment).out.contains("loudness:"))
+        XCTAssertEqual(try run(["library", "scan", "--loudness", "--no-loudness"], environment: environment).code, 2)
     }
 
     func testTitlesFromTagsCannotDriveTheTerminal() throws {

@@ -385,26 +385,47 @@ public enum MusicLibraryScanner {
 
     /// Measures the loudness (EBU R128) of every library song whose file has no ReplayGain tags
     /// and was not measured yet, so that Sound Check plays it normalized from its first play
-    /// (otherwise a song is measured in the background the first time it is queued). Decodes
-    /// each file whole (its rate: Benchmarks/RESULTS.md, "Sound Check"): `progress` gets (done, total).
+    /// (otherwise a song is measured in the background the first time it is queued). The songs
+    /// of an album (one album and album artist, two songs or more) are measured together, so
+    /// that album gain plays the album at its own loudness, not each song at the reference.
+    /// Decodes each file whole (its rate: Benchmarks/RESULTS.md, "Sound Check"): `progress` gets
+    /// (songs done, total).
     /// (Linux addition)
     public static func measureLoudness(progress: (@Sendable (Int, Int) -> Void)? = nil) throws -> LoudnessPass {
         let service = try MusicLibrary.authorizedService()
-        let paths = try service.withStore { try $0.songs() }.compactMap { $0.string("filePath") }
+        // The files, a group per album (in the order of its first song) or per song without one.
+        var groups: [[String]] = []
+        var groupOfAlbum: [String: Int] = [:]
+        for song in try service.withStore({ try $0.songs() }) {
+            guard let path = song.string("filePath") else { continue }
+            guard let key = LibraryAttributes.albumKey(of: song)?.key else { groups.append([path]); continue }
+            if let index = groupOfAlbum[key] {
+                groups[index].append(path)
+            } else {
+                groupOfAlbum[key] = groups.count
+                groups.append([path])
+            }
+        }
         guard let store = LoudnessStore.open(service.environment) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: service.environment.dataDirectory.path])
         }
+        let total = groups.reduce(0) { $0 + $1.count }
         var pass = LoudnessPass()
-        for (index, path) in paths.enumerated() {
-            progress?(index, paths.count)
-            switch store.measureNow(path) {
-            case .measured: pass.measured += 1
-            case .known: pass.known += 1
-            case .tagged: pass.tagged += 1
-            case .failed(let reason): pass.failed.append(reason)
+        var done = 0
+        for group in groups {
+            progress?(done, total)
+            let outcomes = group.count > 1 ? store.measureAlbumNow(group) : group.map(store.measureNow)
+            for outcome in outcomes {
+                switch outcome {
+                case .measured: pass.measured += 1
+                case .known: pass.known += 1
+                case .tagged: pass.tagged += 1
+                case .failed(let reason): pass.failed.append(reason)
+                }
             }
+            done += group.count
         }
-        progress?(paths.count, paths.count)
+        progress?(total, total)
         return pass
     }
 

@@ -39,10 +39,12 @@ final class LoudnessStore: Sendable {
     }
 
     private init(path: URL) throws {
-        // Only measurements: a broken file is replaced, and they are made again.
+        // Only measurements: a broken file is replaced, and they are made again (so are those of
+        // the first table, which had no album columns).
         database = Mutex(try SQLiteDatabase.openCache(at: path, schema: """
-            CREATE TABLE IF NOT EXISTS loudness(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
-                                                lufs REAL NOT NULL, peak REAL NOT NULL);
+            DROP TABLE IF EXISTS loudness;
+            CREATE TABLE IF NOT EXISTS measurements(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
+                                                    lufs REAL NOT NULL, peak REAL NOT NULL, album_lufs REAL, album_peak REAL);
             """))
     }
 
@@ -57,8 +59,11 @@ final class LoudnessStore: Sendable {
     func measurement(ofFile path: String) -> LoudnessMeasurement? {
         guard let identity = Self.identity(path) else { return nil }
         return try? database.withLock { database in
-            try database.statement("SELECT lufs, peak FROM loudness WHERE path = ?1 AND size = ?2 AND mtime = ?3")
-                .rows([path, identity.size, identity.modified]) { LoudnessMeasurement(integratedLUFS: $0.double(0), truePeak: $0.double(1)) }
+            try database.statement("SELECT lufs, peak, album_lufs, album_peak FROM measurements WHERE path = ?1 AND size = ?2 AND mtime = ?3")
+                .rows([path, identity.size, identity.modified]) { row in
+                    LoudnessMeasurement(integratedLUFS: row.double(0), truePeak: row.double(1),
+                                        albumIntegratedLUFS: row.isNull(2) ? nil : row.double(2), albumTruePeak: row.isNull(3) ? nil : row.double(3))
+                }
                 .first
         }
     }
@@ -76,6 +81,21 @@ final class LoudnessStore: Sendable {
             case .tagged, .failed: skipped.withLock { _ = $0.insert(path) }  // its tags say it all, or it cannot be read
             case .measured, .known: break
             }
+        }
+    }
+
+    /// How long after a catalog import its local previews start to be measured: not while the
+    /// first song of the run is starting. Tests set 0.
+    nonisolated(unsafe) static var importMeasuringDelaySeconds = 5.0
+
+    /// Has `paths` measured on the background queue, one after the other as `measureSoon` does,
+    /// from `importMeasuringDelaySeconds` on: a catalog import's previews, so that Sound Check
+    /// plays them normalized from their first play (each ~0.1 s of one core; a process that ends
+    /// first leaves the rest to be measured when they are queued).
+    func measureAfterImport(_ paths: [String]) {
+        guard Self.importMeasuringDelaySeconds > 0 else { return paths.forEach { measureSoon($0) } }
+        queue.asyncAfter(deadline: .now() + Self.importMeasuringDelaySeconds) { [self] in
+            for path in paths { measureSoon(path) }
         }
     }
 
@@ -105,10 +125,46 @@ final class LoudnessStore: Sendable {
         return .measured
     }
 
+    /// Measures an album's files here and now, each and together (`LoudnessMeter.measureAlbum`),
+    /// unless each was measured with its album already, or any carries ReplayGain tags (they
+    /// say it: a tagger gives the album gain with the track gains). One outcome per file.
+    package func measureAlbumNow(_ paths: [String]) -> [Outcome] {
+        let before = paths.map(Self.identity)
+        if let missing = paths.indices.first(where: { before[$0] == nil }) {
+            return paths.indices.map { $0 == missing ? .failed("\(paths[$0]): no such file") : .failed("its album could not be measured") }
+        }
+        if paths.allSatisfy({ measurement(ofFile: $0)?.albumIntegratedLUFS != nil }) { return paths.map { _ in .known } }
+        let tagged = paths.map { path in
+            AudioFileDecoder.loudnessTags(atPath: path).map { $0.trackGainDB != nil || $0.albumGainDB != nil } ?? false
+        }
+        if tagged.contains(true) { return zip(paths, tagged).map { $1 ? .tagged : measureNow($0) } }
+        let measured: (tracks: [LoudnessMeasurement?], album: LoudnessMeasurement?)
+        do {
+            measured = try LoudnessMeter.measureAlbum(paths: paths)
+        } catch {
+            return paths.map(measureNow)  // the file that cannot be read says so; the others are measured alone
+        }
+        let silence = LoudnessMeasurement(integratedLUFS: ReplayGain.referenceLUFS, truePeak: 0)
+        let album = measured.album ?? silence
+        return paths.indices.map { index in
+            guard let after = Self.identity(paths[index]), after == before[index]! else {
+                return .failed("\(paths[index]) changed while it was measured")
+            }
+            var track = measured.tracks[index] ?? silence
+            track.albumIntegratedLUFS = album.integratedLUFS
+            track.albumTruePeak = album.truePeak
+            store(track, paths[index], after)
+            return .measured
+        }
+    }
+
     private func store(_ measured: LoudnessMeasurement, _ path: String, _ identity: (size: Int, modified: Int)) {
         try? database.withLock { database in
-            try database.statement("INSERT OR REPLACE INTO loudness(path, size, mtime, lufs, peak) VALUES (?1, ?2, ?3, ?4, ?5)")
-                .run([path, identity.size, identity.modified, measured.integratedLUFS, measured.truePeak])
+            try database.statement("""
+                INSERT OR REPLACE INTO measurements(path, size, mtime, lufs, peak, album_lufs, album_peak)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                """).run([path, identity.size, identity.modified, measured.integratedLUFS, measured.truePeak,
+                          measured.albumIntegratedLUFS, measured.albumTruePeak])
         }
     }
 

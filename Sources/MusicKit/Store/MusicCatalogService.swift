@@ -97,6 +97,14 @@ package final class MusicCatalogService: Sendable {
             documentErrors = store.documentErrors
             documentNotes = store.documentNotes
             resourceCount = store.resourceCount
+            if store.rebuildReason != nil, AccountStore.soundCheck(environment) != .off, let loudness = LoudnessStore.open(environment) {
+                // With Sound Check on, the previews that are files (the bundled ones) are measured
+                // once (with it off, each is when first queued with a player's normalization on).
+                let songs = (try? store.resources(type: "songs", storefront: MusicCatalogService.account(environment).storefront,
+                                                  limit: 100_000, offset: 0).items) ?? []
+                let previews = Set(songs.compactMap { $0.previewAssets?.first?.url }.filter(\.isFileURL).map(\.path))
+                loudness.measureAfterImport(previews.sorted())
+            }
             self.store = Mutex(store)
         } catch let error as SQLiteError {
             throw MusicCatalogError.database(error.description)
