@@ -16,6 +16,10 @@ public struct Song: _MusicTrackAttributes, FilterableMusicItem, PlayableMusicIte
     public var audioVariants: [AudioVariant]? { resource.audioVariants }
     public var composerName: String? { resource.string("composerName") }
     public var discNumber: Int? { resource.int("discNumber") }
+    /// The custom start time for the song (where the player starts it), nil for none.
+    public var startTime: TimeInterval? { resource.customStartTime }
+    /// The custom end time for the song (where the player ends it), nil for none.
+    public var endTime: TimeInterval? { resource.customEndTime }
     public var hasLyrics: Bool { resource.bool("hasLyrics") ?? false }
     public var isAppleDigitalMaster: Bool? { resource.bool("isAppleDigitalMaster") }
     public var movementCount: Int? { resource.int("movementCount") }
@@ -180,6 +184,10 @@ public struct MusicVideo: _MusicTrackAttributes, FilterableMusicItem, PlayableMu
     public init(_resource: _MusicResource) { self._resource = _resource }
     public var description: String { "MusicVideo(id: \"\(id)\", title: \"\(title)\", artistName: \"\(artistName)\")" }
 
+    /// The custom start time for the music video (where the player starts it), nil for none.
+    public var startTime: TimeInterval? { resource.customStartTime }
+    /// The custom end time for the music video (where the player ends it), nil for none.
+    public var endTime: TimeInterval? { resource.customEndTime }
     public var has4K: Bool? { resource.bool("has4K") }
     public var hasHDR: Bool? { resource.bool("hasHDR") }
     public var isPreview: Bool { resource.bool("isPreview") ?? false }

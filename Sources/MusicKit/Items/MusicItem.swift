@@ -316,6 +316,12 @@ package struct ResourceObject: Codable, Hashable, Sendable {
         attributes[key]?.number.map { $0 / 1_000 }
     }
 
+    /// A song's or music video's custom start and end times in the audio it plays (26.4's
+    /// `startTime`/`endTime`), from a catalog document's `startTimeInMillis`/`endTimeInMillis`
+    /// (checked at import: CatalogDocument); nil without them (the Apple Music API gives none).
+    var customStartTime: TimeInterval? { duration("startTimeInMillis") }
+    var customEndTime: TimeInterval? { duration("endTimeInMillis") }
+
     var artwork: Artwork? { attributes["artwork"].flatMap(Artwork.init(json:)) }
     var editorialNotes: EditorialNotes? { attributes["editorialNotes"].flatMap(EditorialNotes.init(json:)) }
     var playParameters: PlayParameters? { attributes["playParams"].flatMap(PlayParameters.init(json:)) }

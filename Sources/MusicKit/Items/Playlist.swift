@@ -169,6 +169,10 @@ public enum Track: _MusicTrackAttributes, MusicItem, ResourceBackedItem, Identif
     }
 
     public var discNumber: Int? { resource.int("discNumber") }
+    /// The custom start time of the track (its song's or music video's), nil for none.
+    public var startTime: TimeInterval? { resource.customStartTime }
+    /// The custom end time of the track, nil for none.
+    public var endTime: TimeInterval? { resource.customEndTime }
     public var trackNumber: Int? { resource.int("trackNumber") }
     public var workName: String? { resource.string("workName") }
     public var albums: MusicItemCollection<Album>? { resource.related("albums") }

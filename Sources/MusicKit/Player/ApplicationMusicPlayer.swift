@@ -396,7 +396,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         }
         engine.stop()
         provider.reset(startingAt: currentID, catalogAccess: catalogAccess)
-        return max(0, (startTime ?? 0) - (current.startTime ?? 0))
+        return max(0, (startTime ?? 0) - (current.playedStartTime ?? 0))
     }
 
     /// Opens the device and decodes the current entry's first frames, so that `play()` only
@@ -673,10 +673,10 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         set {
             guard !newValue.isNaN else { return }
             var seconds = max(0, newValue)
-            if let end = heardEntry.entry.flatMap({ $0.endTime ?? $0.itemDuration }) { seconds = min(seconds, end) }
+            if let end = heardEntry.entry.flatMap({ $0.playedEndTime ?? $0.itemDuration }) { seconds = min(seconds, end) }
             guard seconds.isFinite else { return }
             if isStreamOpen {
-                let offset = heardEntry.entry?.startTime ?? 0
+                let offset = heardEntry.entry?.playedStartTime ?? 0
                 engine.seek(toSeconds: max(0, seconds - offset))
             } else {
                 control.withLock { $0.pendingStartTime = seconds }

@@ -336,7 +336,8 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         if state.shuffles { state.shufflePlayed.insert(entry.id) }
         var audio = AudioEntry(token: .init(rawValue: token),
                                source: PlaybackServices.source(of: entry, catalogAccess: state.catalogAccess.value),
-                               startTime: entry.startTime, endTime: entry.endTime, normalization: state.normalization)
+                               startTime: entry.playedStartTime, endTime: entry.playedEndTime,
+                               normalization: state.normalization)
         // The store of the environment in effect now (a long-lived player outlives environments
         // in tests; an app has one), where untagged files' measured loudness is kept.
         if state.normalization != .off, let path = audio.path, let store = LoudnessStore.open(.current) {

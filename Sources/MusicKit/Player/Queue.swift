@@ -262,6 +262,11 @@ extension MusicPlayer {
                 self.init(resource: resource, startTime: startTime, endTime: endTime, isTransient: true)
             }
 
+            /// Where the entry starts and ends as played: its own times, else its item's custom
+            /// ones (`Song.startTime`/`endTime`), as Apple's player honours a song's.
+            var playedStartTime: TimeInterval? { startTime ?? resource.customStartTime }
+            var playedEndTime: TimeInterval? { endTime ?? resource.customEndTime }
+
             /// This entry as a queue holds it.
             func owned() -> Entry {
                 guard isTransient else { return self }

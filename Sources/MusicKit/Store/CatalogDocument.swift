@@ -259,7 +259,8 @@ struct CatalogDocument {
             var attributes = attributes
             let strings = ["name", "artistName", "albumName", "composerName", "isrc", "upc", "url", "releaseDate",
                            "contentRating", "copyright", "recordLabel", "curatorName", "playlistType"]
-            let numbers = ["durationInMillis", "trackNumber", "discNumber", "trackCount", "movementCount", "movementNumber"]
+            let numbers = ["durationInMillis", "trackNumber", "discNumber", "trackCount", "movementCount", "movementNumber",
+                           "startTimeInMillis", "endTimeInMillis"]
             let bools = ["hasLyrics", "isCompilation", "isSingle", "isComplete", "isChart", "isLive"]
             for key in strings where attributes[key] != nil && attributes[key]?.string == nil && attributes[key] != .null {
                 throw fail("\(path).\(key)", "expected a string")
@@ -269,6 +270,18 @@ struct CatalogDocument {
             }
             for key in bools where attributes[key] != nil && attributes[key]?.bool == nil && attributes[key] != .null {
                 throw fail("\(path).\(key)", "expected true or false")
+            }
+            // Custom start and end times (26.4's `Song.startTime`/`endTime`): in the audio, in order.
+            for key in ["startTimeInMillis", "endTimeInMillis"] {
+                if let value = attributes[key]?.number, !(value >= 0 && value.isFinite) {
+                    throw fail("\(path).\(key)", "expected milliseconds from the start, 0 or more, found \(value)")
+                }
+            }
+            if let start = attributes["startTimeInMillis"]?.number, let end = attributes["endTimeInMillis"]?.number, end <= start {
+                throw fail("\(path).endTimeInMillis", "ends at \(end) ms, not after its start at \(start) ms")
+            }
+            if let end = attributes["endTimeInMillis"]?.number, let duration = attributes["durationInMillis"]?.number, end > duration {
+                throw fail("\(path).endTimeInMillis", "ends at \(end) ms, after the \(duration) ms of its durationInMillis")
             }
             if let rating = attributes["contentRating"]?.string, rating != "explicit" && rating != "clean" {
                 throw fail("\(path).contentRating", "expected \"explicit\" or \"clean\", found \"\(rating)\"")

@@ -251,6 +251,61 @@ final class PlayerCaptureTests: XCTestCase {
         }
     }
 
+    /// 26.4's custom start and end times (`Song.startTime`/`endTime`): a catalog song whose
+    /// document gives them plays from its start frame to its end frame and on into the next song
+    /// without a gap, bit-exact; an entry's own times come before the song's; a document whose
+    /// end comes before its start is refused, naming the field.
+    func testASongsCustomStartAndEndTimesArePlayedAndGaplessIntoTheNext() async throws {
+        let sweep = TestSignal.sweep(frames: 44_100)
+        let tone = TestSignal.tone(hz: 660, frames: 4_410, sampleRate: 44_100, channels: 2)
+        try writeAudioFile(directory.appendingPathComponent("cut.flac"), sweep)
+        try writeAudioFile(directory.appendingPathComponent("whole.flac"), tone)
+        let document = directory.appendingPathComponent("times.json")
+        try Data(#"""
+            {"storefront": "us", "data": [
+              {"id": "900000101", "type": "songs", "attributes": {"name": "Cut", "artistName": "Me", "durationInMillis": 1000,
+               "startTimeInMillis": 250, "endTimeInMillis": 500, "previews": [{"url": "cut.flac"}],
+               "playParams": {"id": "900000101", "kind": "song"}}},
+              {"id": "900000102", "type": "songs", "attributes": {"name": "Whole", "artistName": "Me", "durationInMillis": 100,
+               "previews": [{"url": "whole.flac"}], "playParams": {"id": "900000102", "kind": "song"}}}
+            ]}
+            """#.utf8).write(to: document)
+        let backwards = directory.appendingPathComponent("backwards.json")
+        try Data(#"""
+            {"storefront": "us", "data": [{"id": "900000103", "type": "songs", "attributes": {"name": "Backwards",
+              "durationInMillis": 1000, "startTimeInMillis": 500, "endTimeInMillis": 250}}]}
+            """#.utf8).write(to: backwards)
+        XCTAssertThrowsError(try MusicCatalogIndex.importDocuments([backwards], environment: .current)) { error in
+            XCTAssertEqual((error as? CatalogDocumentError)?.jsonPath, "data[0].attributes.endTimeInMillis", "\(error)")
+        }
+        _ = try MusicCatalogIndex.importDocuments([document], environment: .current)
+        let songs = try await MusicCatalogResourceRequest<Song>(matching: \.id, memberOf: ["900000101", "900000102"]).response().items
+        XCTAssertEqual(songs.map(\.title), ["Cut", "Whole"])
+        XCTAssertEqual(songs[0].startTime, 0.25)
+        XCTAssertEqual(songs[0].endTime, 0.5)
+        XCTAssertNil(songs[1].startTime)
+        XCTAssertEqual(Track.song(songs[0]).endTime, 0.5)
+        try setAccount { $0.isSubscribed = true }
+
+        let player = makePlayer()
+        let log = PlayerEventLog(player)
+        player.queue = ApplicationMusicPlayer.Queue(for: Array(songs))
+        try await player.play()
+        await log.wait("the end of the queue") { $0.finished }
+        let exact = pcm16(sweep)
+        XCTAssertEqual(try captured(), trimmingTrailingSilence(Array(exact[(11_025 * 2)..<(22_050 * 2)]) + pcm16(tone)),
+                       "frames 11,025 to 22,050 of the first song, then the second whole")
+        players.removeAll()
+
+        // An entry's own times come first.
+        let own = makePlayer()
+        let ownLog = PlayerEventLog(own)
+        own.queue.entries = [MusicPlayer.Queue.Entry(songs[0], startTime: 0.5, endTime: 0.75)]
+        try await own.play()
+        await ownLog.wait("the end of the queue") { $0.finished }
+        XCTAssertEqual(try captured(), trimmingTrailingSilence(Array(exact[(22_050 * 2)..<(33_075 * 2)])))
+    }
+
     func testAnEmptyQueueOrNothingPlayableIsAClearError() async throws {
         let player = makePlayer()
         do {
