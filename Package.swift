@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CFFmpeg / CSoxr / CEbur128 / CPulse; MusicKit -> CSQLite / COpenSSL / CPNG;
+// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CMPG123 / CFFmpeg / CSoxr / CEbur128 / CPulse; MusicKit -> CSQLite / COpenSSL / CPNG;
 // musickitd -> MusicKitDaemon -> MusicKit, CSystemd; musickit -> MusicKitTerminal -> MusicKit.
 import PackageDescription
 
@@ -26,6 +26,7 @@ let package = Package(
         // decodes or resamples (Sources/AudioEngine/SndFile.swift, SampleRateConverter.swift), so
         // that a command that plays nothing does not load them at start (0.75 ms).
         .systemLibrary(name: "CSndFile", path: "Sources/CSndFile"),
+        .systemLibrary(name: "CMPG123", path: "Sources/CMPG123"),
         .systemLibrary(name: "CSoxr", path: "Sources/CSoxr"),
         // libebur128's header (libebur128-dev), for measuring songs' loudness. Not linked: opened
         // when a file is first measured (Sources/AudioEngine/LoudnessMeter.swift).
@@ -56,7 +57,7 @@ let package = Package(
 
         .target(
             name: "AudioEngine",
-            dependencies: ["CALSA", "CSndFile", "CFFmpeg", "CSoxr", "CEbur128", "CPulse", "CLinux"],
+            dependencies: ["CALSA", "CSndFile", "CMPG123", "CFFmpeg", "CSoxr", "CEbur128", "CPulse", "CLinux"],
             swiftSettings: [
                 // `@_noLocks` on the render step is verified where generics are specialized:
                 // in optimized builds (`swift build -c release`). Unoptimized builds cannot see

@@ -3,8 +3,8 @@ import Glibc
 import Synchronization
 
 // What the engine decodes audio files with: one reader per file, chosen by what the file's
-// first bytes are (not its name): FFmpeg (FFmpeg.swift) for MP4 audio and raw AAC, libsndfile
-// (SndFile.swift) for everything else.
+// first bytes are (not its name): FFmpeg (FFmpeg.swift) for MP4 audio and raw AAC, libmpg123
+// (MPG123.swift) for MPEG audio, libsndfile (SndFile.swift) for everything else.
 
 /// Why an audio file could not be played, naming the file.
 public struct DecoderError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -92,7 +92,7 @@ protocol AudioFileReader: AnyObject {
 
 /// A file opened for decoding to interleaved 32-bit float frames, by the decoder its first
 /// bytes call for: FFmpeg for MP4 (`ftyp`: `.m4a` AAC and ALAC from iTunes and Apple Music) and
-/// ADTS AAC, libsndfile for WAV, FLAC, Ogg Vorbis, Opus, MP3, AIFF and the rest.
+/// ADTS AAC, libmpg123 for MP3 (and MP2), libsndfile for WAV, FLAC, Ogg Vorbis, Opus, AIFF and the rest.
 ///
 /// Thread safety: one thread at a time. Real-time safety: none (file I/O); used on the
 /// decoder thread only.
@@ -226,16 +226,21 @@ public final class AudioFileDecoder {
             throw DecoderError(path: path, reason: .unreadable(String(cString: strerror(errno))))
         }
         let head = AudioFileDecoder.head(of: path)
-        return FFmpegReader.recognizes(head) ? try FFmpegReader(path: path) : try SndFileReader(path: path, head: head)
+        if FFmpegReader.recognizes(head) { return try FFmpegReader(path: path) }
+        return MPG123Reader.recognizes(path, head: head) ? try MPG123Reader(path: path) : try SndFileReader(path: path)
     }
 
     /// Loads the library that reads `path` — FFmpeg for MP4/ADTS content and files still
-    /// downloading, libsndfile for the rest — without opening the file for decoding, so that
-    /// opening it later does no dynamic loading (see `AudioEngine.warmUpDevice`). A library
-    /// that fails to load is not reported here: opening the file says what is wrong.
+    /// downloading, libmpg123 for MPEG audio, libsndfile for the rest — without opening the file
+    /// for decoding, so that opening it later does no dynamic loading (see
+    /// `AudioEngine.warmUpDevice`). A library that fails to load is not reported here: opening
+    /// the file says what is wrong.
     public static func loadLibrary(forFileAt path: String) {
-        if GrowingFile.growing(path) != nil || FFmpegReader.recognizes(head(of: path)) {
+        let head = head(of: path)
+        if GrowingFile.growing(path) != nil || FFmpegReader.recognizes(head) {
             FFmpegReader.loadLibrary()
+        } else if MPG123Reader.recognizes(path, head: head) {
+            MPG123Reader.loadLibrary()
         } else {
             SndFileReader.loadLibrary()
         }
@@ -287,6 +292,6 @@ public final class AudioFileDecoder {
     /// The decoder libraries' versions, e.g. "libsndfile-1.2.0, libavformat 59.27.100" (or why
     /// one is missing).
     public static var libraryVersion: String {
-        "\(SndFileReader.libraryVersion), \(FFmpegReader.libraryVersion)"
+        "\(SndFileReader.libraryVersion), \(FFmpegReader.libraryVersion), \(MPG123Reader.libraryVersion)"
     }
 }

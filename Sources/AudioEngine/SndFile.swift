@@ -6,7 +6,8 @@ import Glibc
 // through `LibSndFile`'s table: libsndfile.so.1 (and the eight codec libraries it loads) is opened
 // when the first file is, not at every program's start (see DynamicLibrary).
 
-/// A file decoded by libsndfile (WAV, FLAC, Ogg Vorbis, Opus, MP3, AIFF, ...) to interleaved
+/// A file decoded by libsndfile (WAV, FLAC, Ogg Vorbis, Opus, AIFF, ...; MPEG audio is
+/// libmpg123's, MPG123.swift) to interleaved
 /// 32-bit float frames; `AudioFileDecoder` chooses it for everything that is not MP4 or AAC.
 ///
 /// Thread safety: one thread at a time. Real-time safety: none (file I/O); used on the
@@ -19,9 +20,8 @@ final class SndFileReader: AudioFileReader {
     /// Frames decoded so far (the read position).
     private var position = 0
 
-    /// Opens `path`, a readable regular file with bytes (`AudioFileDecoder` checked) that
-    /// starts with `head`.
-    init(path: String, head: [UInt8]) throws(DecoderError) {
+    /// Opens `path`, a readable regular file with bytes (`AudioFileDecoder` checked).
+    init(path: String) throws(DecoderError) {
         self.path = path
         let sndfile: LibSndFile
         switch LibSndFile.loaded {
@@ -30,14 +30,12 @@ final class SndFileReader: AudioFileReader {
         }
         self.sndfile = sndfile
         var sfinfo = SF_INFO()
-        let opened = SndFileReader.isMPEG(path, head: head) ? MPEGNotes.withNotesDropped { sndfile.open(path, Int32(SFM_READ), &sfinfo) }
-            : sndfile.open(path, Int32(SFM_READ), &sfinfo)
-        guard let handle = opened else {
+        guard let handle = sndfile.open(path, Int32(SFM_READ), &sfinfo) else {
             let code = sndfile.error(nil)
             var message = String(cString: sndfile.errorText(nil))
             if message.contains("not a regular file") || message.contains("does not exist") {
-                // libsndfile says this when a decoder it tried (mpg123 for .mp3) gave up on the
-                // data; the file was checked above and is a readable regular file.
+                // libsndfile says this when a decoder it tried gave up on the data; the file was
+                // checked above and is a readable regular file.
                 message = "no audio stream found in the data"
             }
             let fileExtension = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
@@ -76,17 +74,6 @@ final class SndFileReader: AudioFileReader {
         } else {
             declaredFrameCount = info.frameCount
         }
-    }
-
-    /// Whether libsndfile will hand the file to libmpg123: an `.mp3`/`.mp2` name, or, for a
-    /// name that is none of the formats read here, an ID3 tag or an MPEG frame sync at its
-    /// start (`head`: its first bytes, read once by `AudioFileDecoder`).
-    static func isMPEG(_ path: String, head: [UInt8]) -> Bool {
-        let fileExtension = (path as NSString).pathExtension.lowercased()
-        if ["mp3", "mp2", "mpga"].contains(fileExtension) { return true }
-        if AudioFileDecoder.fileExtensions.contains(fileExtension) { return false }
-        guard head.count >= 3 else { return false }
-        return head.starts(with: [0x49, 0x44, 0x33]) || (head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
     }
 
     /// Frames the file's header promises; more than `info.frameCount` when the file was cut short.
@@ -147,10 +134,8 @@ final class SndFileReader: AudioFileReader {
             if code != 0 {
                 throw DecoderError(path: path, reason: .corrupt(String(cString: sndfile.errorText(file))))
             }
-            // A clean end before the declared length means the file was cut short. Stream
-            // formats (MP3) only estimate their length, so allow them a small difference.
-            let slack = info.formatName.hasPrefix("MPEG") ? info.sampleRate : 0
-            if decoded == 0 && position + slack < declaredFrameCount {
+            // A clean end before the declared length means the file was cut short.
+            if decoded == 0 && position < declaredFrameCount {
                 throw DecoderError(path: path, reason: .truncated(expectedFrames: declaredFrameCount,
                                                                   decodedFrames: position))
             }
@@ -344,47 +329,3 @@ private struct LibSndFile: @unchecked Sendable {
         }
 }
 
-/// libmpg123 (behind libsndfile, for MP3) writes its own "Note: Illegal Audio-MPEG-Header …"
-/// lines to stderr while it looks for frames in a broken file, under whatever the program was
-/// printing. The engine reports every failure itself (`DecoderError`), so while libsndfile opens
-/// an MPEG file, stderr goes to a temporary file; afterwards whatever else was written to stderr
-/// meanwhile (by another thread) is written out again, and the decoder's notes are dropped.
-enum MPEGNotes {
-    private static let lock = NSLock()
-
-    static func withNotesDropped<T>(_ body: () -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        var template = Array("/tmp/musickit-mpg123-XXXXXX".utf8CString)
-        let capture = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard capture >= 0 else { return body() }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        defer { close(capture) }
-        fflush(nil)
-        let saved = dup(2)
-        guard saved >= 0, dup2(capture, 2) >= 0 else {
-            if saved >= 0 { close(saved) }
-            return body()
-        }
-        let result = body()
-        fflush(nil)
-        dup2(saved, 2)
-        close(saved)
-        // Give back what was not the decoder's.
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4_096)
-        lseek(capture, 0, SEEK_SET)
-        while true {
-            let count = read(capture, &buffer, buffer.count)
-            if count <= 0 { break }
-            output += buffer[0..<count]
-        }
-        let kept = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { !$0.hasPrefix("Note: ") && !$0.hasPrefix("[src/libmpg123") && !$0.hasPrefix("Warning: ") }
-            .joined(separator: "\n")
-        if !kept.isEmpty {
-            _ = kept.withCString { Glibc.write(2, $0, strlen($0)) }
-        }
-        return result
-    }
-}

@@ -1,9 +1,10 @@
 @testable import AudioEngine
+import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import XCTest
 
-/// libsndfile decoding, format by format, and the typed errors for bad files.
+/// Decoding (libsndfile, libmpg123), format by format, and the typed errors for bad files.
 final class AudioFileDecoderTests: XCTestCase {
     private var directory: URL!
 
@@ -56,6 +57,42 @@ final class AudioFileDecoderTests: XCTestCase {
             let middle = stride(from: frames / 4, to: frames * 3 / 4, by: 1).map { samples[$0 * 2] }
             let crossings = zip(middle, middle.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
             XCTAssertEqual(Double(crossings), 500, accuracy: 5, "\(name) keeps the 1 kHz pitch")
+        }
+    }
+
+    /// MP3 through libmpg123's own handle (issue #43: no more taking stderr away while a file
+    /// opens): gapless to the frame (the LAME header's delay and padding trimmed, as FFmpeg
+    /// trims them), a seek lands on the frame a continuous decode has there, and the ID3v2 tags.
+    func testMP3DecodesGaplessSeeksToTheFrameAndReadsItsID3Tags() throws {
+        let source = directory.appendingPathComponent("source.flac")
+        try writeAudioFile(source, TestSignal.tone(hz: 440, frames: 44_100, sampleRate: 44_100, channels: 2))
+        let mp3 = directory.appendingPathComponent("tone.mp3")
+        try encodeWithFFmpeg(source, to: mp3, codec: "libmp3lame", arguments: [
+            "-b:a", "192k", "-metadata", "title=Tone", "-metadata", "artist=Tester", "-metadata", "album=Tests",
+            "-metadata", "track=3/9", "-metadata", "disc=2/2", "-metadata", "album_artist=Various", "-metadata", "date=2026",
+        ])
+        let (info, samples) = try decodeAll(mp3.path)
+        XCTAssertTrue(info.formatName.hasPrefix("MPEG"), info.formatName)
+        XCTAssertEqual(info.frameCount, 44_100, "the LAME header's length")
+        XCTAssertEqual(samples.count / 2, 44_100, "gapless: encoder delay and padding trimmed")
+        XCTAssertEqual([info.title, info.artist, info.album, info.albumArtist, info.date], ["Tone", "Tester", "Tests", "Various", "2026"])
+        XCTAssertEqual(info.trackNumber, 3)
+        XCTAssertEqual(info.discNumber, 2)
+
+        // FFmpeg's decode of the same file, as a reference: the same samples within rounding.
+        let reference = directory.appendingPathComponent("reference.f32")
+        XCTAssertEqual(try runTool("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-i", mp3.path, "-f", "f32le", "-c:a", "pcm_f32le",
+                                                       reference.path], environment: [:]).code, 0)
+        let expected = try Data(contentsOf: reference).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        XCTAssertEqual(expected.count, samples.count, "FFmpeg's length")
+        let difference = zip(expected, samples).map { abs($0 - $1) }.max() ?? 1
+        XCTAssertLessThan(difference, 0.001, "largest difference from FFmpeg's decode")
+
+        let decoder = try AudioFileDecoder(path: mp3.path)
+        for frame in [30_000, 1_234, 0] {
+            try decoder.seek(toFrame: frame)
+            let after = try decodeRest(decoder, frameLimit: 1_000)
+            XCTAssertEqual(after, Array(samples[(frame * 2)..<((frame + 1_000) * 2)]), "a seek to frame \(frame)")
         }
     }
 
