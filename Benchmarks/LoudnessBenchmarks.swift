@@ -50,7 +50,7 @@ struct LoudnessBenchmarks {
             for normalized in [false, true] {
                 var entry = AudioEntry(token: .init(rawValue: 1), path: path, startTime: 10, endTime: 13,
                                        normalization: normalized ? .track(preampDB: 0) : .off)
-                entry.measuredLoudness = measurement
+                entry.knownLoudness = measurement.replayGain
                 var configuration = AudioEngineConfiguration(deviceName: device)
                 configuration.sampleFormats = [.int16]
                 let engine = AudioEngine(configuration: configuration)

@@ -30,12 +30,14 @@ public struct AudioEntry: Sendable, Hashable {
     /// so an entry's dynamics and a gapless album's boundaries (all its entries at the album's
     /// gain) are untouched. 1, the default, is bit-exact.
     public var gain: Float
-    /// Loudness normalization from the file's own ReplayGain tags, read when the entry opens and
-    /// applied on top of `gain` (`.off`, the default, reads nothing).
+    /// Loudness normalization from the file's ReplayGain values (`knownLoudness`, else its tags,
+    /// read when the entry opens), applied on top of `gain` (`.off`, the default, reads nothing).
     public var normalization: LoudnessNormalization
-    /// The file's measured loudness (`LoudnessMeter`), used as its track values when it carries
-    /// no ReplayGain tags.
-    public var measuredLoudness: LoudnessMeasurement?
+    /// The file's ReplayGain values when they are known before it opens — its tags as read
+    /// before, or gains from its measurement (`LoudnessMeasurement.replayGain`) — so that the
+    /// entry's open does not read them (through FFmpeg, whose first load in a process is tens of
+    /// milliseconds on the way to a first sound); nil: read from the file's tags.
+    public var knownLoudness: LoudnessTags?
 
     public init(token: Token, source: Source, startTime: Double? = nil, endTime: Double? = nil, gain: Float = 1,
                 normalization: LoudnessNormalization = .off) {
@@ -45,7 +47,7 @@ public struct AudioEntry: Sendable, Hashable {
         self.endTime = endTime
         self.gain = gain.isFinite ? max(0, gain) : 1
         self.normalization = normalization
-        measuredLoudness = nil
+        knownLoudness = nil
     }
 
     /// An entry that plays the file at `path`.
@@ -490,7 +492,7 @@ public enum LoudnessNormalization: Sendable, Hashable {
 /// decoder applies it (libsndfile sets it on libopus), and RFC 7845's R128 gains are on top of it. Gains are dB to ReplayGain 2.0's
 /// reference level; a value that is not a number, or a gain beyond ±51 dB (no real song needs
 /// that: a tag of +90 dB is broken), is left out and named in `ignored`.
-public struct LoudnessTags: Sendable, Equatable {
+public struct LoudnessTags: Sendable, Hashable {
     public var trackGainDB: Double?
     public var trackPeak: Double?
     public var albumGainDB: Double?

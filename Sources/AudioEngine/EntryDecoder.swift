@@ -55,13 +55,7 @@ public final class EntryDecoder {
         self.streamChannels = streamChannels
         self.chunkFrames = chunkFrames
         if entry.normalization != .off, case .file(let path) = entry.source {
-            var tags = AudioFileDecoder.loudnessTags(atPath: path) ?? LoudnessTags()
-            if tags.trackGainDB == nil && tags.albumGainDB == nil, let measured = entry.measuredLoudness {
-                tags.trackGainDB = measured.replayGainDB
-                tags.trackPeak = measured.truePeak
-                tags.albumGainDB = measured.albumReplayGainDB
-                tags.albumPeak = measured.albumTruePeak
-            }
+            let tags = entry.knownLoudness ?? AudioFileDecoder.loudnessTags(atPath: path) ?? LoudnessTags()
             gain = entry.gain * tags.amplitude(for: entry.normalization)
         } else {
             gain = entry.gain

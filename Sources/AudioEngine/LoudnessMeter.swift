@@ -24,6 +24,11 @@ public struct LoudnessMeasurement: Sendable, Hashable {
     public var replayGainDB: Double { ReplayGain.referenceLUFS - integratedLUFS }
     /// The album's gain to the reference level, in dB, when the album was measured.
     public var albumReplayGainDB: Double? { albumIntegratedLUFS.map { ReplayGain.referenceLUFS - $0 } }
+
+    /// These figures as the ReplayGain values a tagger would have written.
+    public var replayGain: LoudnessTags {
+        LoudnessTags(trackGainDB: replayGainDB, trackPeak: truePeak, albumGainDB: albumReplayGainDB, albumPeak: albumTruePeak)
+    }
 }
 
 /// Measures files with libebur128 (opened when first needed, as the decoders are).

@@ -142,14 +142,20 @@ final class EngineCaptureTests: XCTestCase {
         try encodeWithFFmpeg(plain, to: tagged, codec: "flac", arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=-6.00 dB",
                                                                             "-metadata", "REPLAYGAIN_TRACK_PEAK=0.5"])
         let exact = signal.map { Int16(($0 * 32_768).rounded(.toNearestOrEven)) }
-        for normalization in [LoudnessNormalization.off, .track(preampDB: 0)] {
+        // Values known before the open (the player's store: AudioEntry.knownLoudness) are used
+        // instead of the file's tags, which are then not read.
+        let known = LoudnessTags(trackGainDB: -12, trackPeak: 0.5)
+        for (normalization, knownLoudness, dB) in [(LoudnessNormalization.off, LoudnessTags?.none, 0.0), (.track(preampDB: 0), nil, -6),
+                                                   (.track(preampDB: 0), known, -12)] {
             let engine = AudioEngine(configuration: captureConfiguration(captureURL))
             let recorder = EventRecorder(engine)
-            engine.setQueue(AudioEntryList(entries: [AudioEntry(token: .init(rawValue: 1), path: tagged.path, normalization: normalization)]))
+            var entry = AudioEntry(token: .init(rawValue: 1), path: tagged.path, normalization: normalization)
+            entry.knownLoudness = knownLoudness
+            engine.setQueue(AudioEntryList(entries: [entry]))
             try engine.play()
             recorder.waitForQueueFinished()
             engine.stop()
-            let gain = Float(pow(10, -6.0 / 20))
+            let gain = Float(pow(10, dB / 20))
             let expected = normalization == .off ? exact
                 : exact.map { Int16((Float($0) / 32_768 * gain * 32_768).rounded(.toNearestOrEven)) }
             assertCapture(try readCapture(captureURL), equals: expected)

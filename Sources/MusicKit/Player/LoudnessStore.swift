@@ -6,12 +6,13 @@ import Synchronization
 
 /// Songs' measured loudness (`LoudnessMeter`: EBU R128), kept on disk
 /// (`<data>/loudness.sqlite`) by file, so that a file without ReplayGain tags is measured once
-/// and then plays normalized like a tagged one (files with ReplayGain tags are not measured).
+/// and then plays normalized like a tagged one (files with ReplayGain tags are not measured:
+/// their tags are kept instead, so that a later play need not read them).
 /// One per data folder and process.
 ///
 /// Measuring decodes the whole file (Benchmarks/RESULTS.md, "Sound Check"), so it is never on
-/// the way to a sound: the player looks a file up when it queues it (one indexed read) and, when it
-/// is not there yet, has it measured on a background queue for the next time it plays. A
+/// the way to a sound: the player looks a file up when it queues it (an indexed read or two) and,
+/// when it is not there yet, has it measured on a background queue for the next time it plays. A
 /// changed file (size or modification time) is measured again.
 ///
 /// Thread safety: any thread; the connection is behind a mutex.
@@ -45,6 +46,8 @@ final class LoudnessStore: Sendable {
             DROP TABLE IF EXISTS loudness;
             CREATE TABLE IF NOT EXISTS measurements(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
                                                     lufs REAL NOT NULL, peak REAL NOT NULL, album_lufs REAL, album_peak REAL);
+            CREATE TABLE IF NOT EXISTS tagged(path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
+                                              track_gain REAL, track_peak REAL, album_gain REAL, album_peak REAL);
             """))
     }
 
@@ -66,6 +69,37 @@ final class LoudnessStore: Sendable {
                 }
                 .first
         }
+    }
+
+    /// The file's ReplayGain values as known without reading it: its measurement as gains, or
+    /// the tags read from it before (`measureNow` keeps them), if either was made of the file as
+    /// it is now; nil otherwise. One or two indexed reads: what the player asks as it queues an
+    /// entry, so that the entry's open need not read the tags (AudioEntry.knownLoudness).
+    func knownLoudness(ofFile path: String) -> LoudnessTags? {
+        if let measured = measurement(ofFile: path) { return measured.replayGain }
+        guard let identity = Self.identity(path) else { return nil }
+        return try? database.withLock { database in
+            try database.statement("""
+                SELECT track_gain, track_peak, album_gain, album_peak FROM tagged WHERE path = ?1 AND size = ?2 AND mtime = ?3
+                """).rows([path, identity.size, identity.modified]) { row in
+                func value(_ column: Int32) -> Double? { row.isNull(column) ? nil : row.double(column) }
+                return LoudnessTags(trackGainDB: value(0), trackPeak: value(1), albumGainDB: value(2), albumPeak: value(3))
+            }.first
+        }
+    }
+
+    /// Whether the file's ReplayGain tags give a gain; if so they are kept for `knownLoudness`.
+    private func keepTagsIfTagged(_ path: String, _ identity: (size: Int, modified: Int)) -> Bool {
+        guard let tags = AudioFileDecoder.loudnessTags(atPath: path), tags.trackGainDB != nil || tags.albumGainDB != nil else {
+            return false
+        }
+        try? database.withLock { database in
+            try database.statement("""
+                INSERT OR REPLACE INTO tagged(path, size, mtime, track_gain, track_peak, album_gain, album_peak)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                """).run([path, identity.size, identity.modified, tags.trackGainDB, tags.trackPeak, tags.albumGainDB, tags.albumPeak])
+        }
+        return true
     }
 
     /// Has the file measured on the background queue unless it is being measured already (or
@@ -105,13 +139,11 @@ final class LoudnessStore: Sendable {
     }
 
     /// Measures the file here and now unless it is measured already or its ReplayGain tags say
-    /// it all (a library scan's `--loudness` pass).
+    /// it all (then they are kept) (a library scan's `--loudness` pass).
     package func measureNow(_ path: String) -> Outcome {
         guard let before = Self.identity(path) else { return .failed("\(path): no such file") }
         if measurement(ofFile: path) != nil { return .known }
-        if let tags = AudioFileDecoder.loudnessTags(atPath: path), tags.trackGainDB != nil || tags.albumGainDB != nil {
-            return .tagged
-        }
+        if keepTagsIfTagged(path, before) { return .tagged }
         let measured: LoudnessMeasurement
         do {
             // Silence (nothing above the gate): nothing to normalize; kept so it is not measured again.
@@ -134,9 +166,7 @@ final class LoudnessStore: Sendable {
             return paths.indices.map { $0 == missing ? .failed("\(paths[$0]): no such file") : .failed("its album could not be measured") }
         }
         if paths.allSatisfy({ measurement(ofFile: $0)?.albumIntegratedLUFS != nil }) { return paths.map { _ in .known } }
-        let tagged = paths.map { path in
-            AudioFileDecoder.loudnessTags(atPath: path).map { $0.trackGainDB != nil || $0.albumGainDB != nil } ?? false
-        }
+        let tagged = paths.indices.map { keepTagsIfTagged(paths[$0], before[$0]!) }
         if tagged.contains(true) { return zip(paths, tagged).map { $1 ? .tagged : measureNow($0) } }
         let measured: (tracks: [LoudnessMeasurement?], album: LoudnessMeasurement?)
         do {

@@ -341,9 +341,10 @@ final class PlayerQueueProvider: AudioEntryProvider, @unchecked Sendable {
         // The store of the environment in effect now (a long-lived player outlives environments
         // in tests; an app has one), where untagged files' measured loudness is kept.
         if state.normalization != .off, let path = audio.path, let store = LoudnessStore.open(.current) {
-            // Used only where the file has no ReplayGain tags; measured for next time when unknown.
-            audio.measuredLoudness = store.measurement(ofFile: path)
-            if audio.measuredLoudness == nil { store.measureSoon(path) }
+            // Known: the entry's open need not read the tags. Unknown: read at the open, and
+            // the file measured (or its tags kept) in the background for next time.
+            audio.knownLoudness = store.knownLoudness(ofFile: path)
+            if audio.knownLoudness == nil { store.measureSoon(path) }
         }
         let issued = Issued(entry: entry, audio: audio, index: index)
         state.issued[token] = issued

@@ -24,17 +24,22 @@ final class LoudnessStoreTests: XCTestCase {
         store.waitForMeasurements()
         let kept = try XCTUnwrap(store.measurement(ofFile: song.path))
         XCTAssertEqual(kept, try LoudnessMeter.measure(path: song.path))
+        XCTAssertEqual(store.knownLoudness(ofFile: song.path), kept.replayGain, "what the player gives the engine")
 
         // Another file at the same path (a new rip): the old measurement does not apply.
         try writeAudioFile(song, TestSignal.tone(hz: 997, frames: 44_100 * 2, sampleRate: 44_100, channels: 2, amplitude: 0.5))
         XCTAssertNil(store.measurement(ofFile: song.path), "a changed file is measured again")
 
-        // A file whose ReplayGain tags say it all is not measured.
+        // A file whose ReplayGain tags say it all is not measured; its tags are kept, until it changes.
         let tagged = directory.appendingPathComponent("tagged.flac")
         try encodeWithFFmpeg(song, to: tagged, codec: "flac", arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=-3.00 dB"])
+        XCTAssertNil(store.knownLoudness(ofFile: tagged.path), "not read yet")
         store.measureSoon(tagged.path)
         store.waitForMeasurements()
         XCTAssertNil(store.measurement(ofFile: tagged.path))
+        XCTAssertEqual(store.knownLoudness(ofFile: tagged.path), LoudnessTags(trackGainDB: -3))
+        try encodeWithFFmpeg(song, to: tagged, codec: "flac", arguments: ["-metadata", "REPLAYGAIN_TRACK_GAIN=-5.00 dB"])
+        XCTAssertNil(store.knownLoudness(ofFile: tagged.path), "retagged: read again")
     }
 
     /// An album's songs measured together (a library scan's `--loudness`): each keeps its own
