@@ -122,8 +122,8 @@ enum DeviceOperation: UInt8 {
     case write, start, prepare, pause, drop, recover, poll
 }
 
-/// Opens outputs by name (MPD's output plugin list): a registered output's name, `pulseaudio`
-/// and `pulseaudio:SINK` (libpulse), else ALSA.
+/// Opens outputs by name (MPD's output plugin list): a registered output's name,
+/// `snapcast:PATH` (Snapcast's pipe source), `pulseaudio` and `pulseaudio:SINK` (libpulse), else ALSA.
 enum AudioOutputs {
     typealias Opener = @Sendable (_ name: String, _ request: PCMRequest) throws(AudioOutputError) -> any AudioOutput
 
@@ -137,6 +137,7 @@ enum AudioOutputs {
     /// Opens and configures `name` for playback.
     static func open(_ name: String, request: PCMRequest) throws(AudioOutputError) -> any AudioOutput {
         if let opener = registered.withLock({ $0[name] }) { return try opener(name, request) }
+        if SnapcastPipeOutput.isSnapcastName(name) { return try SnapcastPipeOutput(name: name, request: request) }
         if PulseStream.isPulseAudioName(name) {
             do { return try PulseStream(name: name, request: request) } catch { throw .pulse(error) }
         }

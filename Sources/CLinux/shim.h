@@ -1,6 +1,6 @@
 // Linux interfaces that Swift's Glibc module leaves out: eventfd, thread names and CPU affinity for
-// the engine's threads (Sources/AudioEngine/Threads.swift), malloc statistics and pseudo-terminals
-// for the benchmarks.
+// the engine's threads (Sources/AudioEngine/Threads.swift), a pipe's size (the Snapcast output),
+// malloc statistics and pseudo-terminals for the benchmarks.
 #ifndef MUSICKIT_CLINUX_SHIM_H
 #define MUSICKIT_CLINUX_SHIM_H
 #include <pthread.h>
@@ -20,6 +20,9 @@ static inline int musickit_cpu_count(const cpu_set_t *set) { return __CPU_COUNT_
 static inline void musickit_cpu_clear(int cpu, cpu_set_t *set) { __CPU_CLR_S(cpu, sizeof(cpu_set_t), set); }
 static inline void musickit_cpu_set(int cpu, cpu_set_t *set) { __CPU_SET_S(cpu, sizeof(cpu_set_t), set); }
 static inline int musickit_cpu_isset(int cpu, const cpu_set_t *set) { return __CPU_ISSET_S(cpu, sizeof(cpu_set_t), set); }
+// Defined by <fcntl.h> only under _GNU_SOURCE (Linux's values, F_LINUX_SPECIFIC_BASE + 7 and + 8).
+static const int musickit_F_SETPIPE_SZ = 1031;
+static const int musickit_F_GETPIPE_SZ = 1032;
 // Declared by <stdlib.h> only under _XOPEN_SOURCE.
 extern int posix_openpt(int flags);
 extern int grantpt(int fd);

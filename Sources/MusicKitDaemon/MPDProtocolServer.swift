@@ -528,9 +528,11 @@ final class MPDProtocolServer: @unchecked Sendable {
             return "volume: \(Self.percent(player.volume))\n"
         case "tagtypes": return ["Artist", "AlbumArtist", "Album", "Title", "Track", "Date", "Genre", "Disc"].map { "tagtype: \($0)\n" }.joined()
         case "outputs":
-            // The device opened (after a fallback), else the one configured; libpulse's or ALSA's.
+            // The device opened (after a fallback), else the one configured: libpulse's, Snapcast's
+            // pipe (MPD's `fifo` plugin feeds Snapcast the same way) or ALSA's.
             let device = player.engineStatistics.deviceName ?? player.engineConfiguration.deviceName
-            return "outputid: 0\noutputname: \(device)\nplugin: \(device.hasPrefix("pulseaudio") ? "pulse" : "alsa")\noutputenabled: 1\n"
+            let plugin = device.hasPrefix("pulseaudio") ? "pulse" : device.hasPrefix("snapcast:") ? "fifo" : "alsa"
+            return "outputid: 0\noutputname: \(device)\nplugin: \(plugin)\noutputenabled: 1\n"
         case "stats":
             // What the library and the catalog hold (MPD's database), and the server's uptime.
             let songs = try allSongs()

@@ -10,7 +10,8 @@ import Synchronization
 enum PlayCommand {
     static let spec = ArgumentSpec(
         options: [.init(name: "--device", valueName: "NAME",
-                        help: "ALSA device (`aplay -L`) or pulseaudio[:SINK] (default: $MUSICKIT_AUDIO_DEVICE, else "
+                        help: "ALSA device (`aplay -L`), pulseaudio[:SINK], or snapcast:FIFO[?rate=HZ&buffer=MS] "
+                            + "(Snapcast's pipe source) (default: $MUSICKIT_AUDIO_DEVICE, else "
                             + "pulseaudio when a PulseAudio or PipeWire server is there, falling back to ALSA's default)"),
                   .init(name: "--repeat", valueName: "none|one|all", help: "repeat mode to start with (default none)"),
                   .init(name: "--crossfade", valueName: "SECONDS", help: "overlap entries by 1-12 s, fading (default: gapless)")],
