@@ -177,6 +177,7 @@ enum SystemCommand {
 enum DaemonCommand {
     static let help = """
     usage: musickit daemon start|stop|status|logs
+           musickit daemon device [NAME|--default]
 
     The system player's daemon, musickitd: one per user, started by the first client that needs
     it (SystemMusicPlayer, musickit play --system, musickit status...), or by its systemd user
@@ -188,14 +189,19 @@ enum DaemonCommand {
       status   whether it runs (exit 1 when it does not), its process ID, its sockets (the
                player's, and MPD's for MPD_HOST) and its log
       logs     print its log ($XDG_RUNTIME_DIR/musickit/musickitd.log)
+      device   print the device it plays on when it starts; with NAME (as `musickit play
+               --device` takes: pulseaudio:SINK, hw:0, snapcast:FIFO...) keep that one, with
+               --default go back to the default; kept in musickitd.json beside the account,
+               used from its next start (MUSICKIT_AUDIO_DEVICE in its environment comes first)
 
     exit codes:
     \(ExitCode.helpText)
     """
 
     static func run(_ arguments: [String]) -> ExitCode {
+        if arguments.first == "device", arguments.count <= 2 { return device(arguments.dropFirst().first) }
         guard arguments.count == 1 else {
-            Console.error("musickit daemon: give one of start, stop, status, logs\n\n\(help)\n")
+            Console.error("musickit daemon: give one of start, stop, status, logs, device\n\n\(help)\n")
             return .usage
         }
         switch arguments[0] {
@@ -220,11 +226,13 @@ enum DaemonCommand {
                   log:        \(SystemMusicPlayer.daemonLogURL().path)
 
                 """
+            let device = "  device:     \(SystemPlayerSettings.load().settings.device ?? "the default") "
+                + "(musickit daemon device; MUSICKIT_AUDIO_DEVICE at its start comes first)\n"
             guard let pid = SystemMusicPlayer.runningDaemonProcessID() else {
-                Console.out("musickitd does not run\n" + sockets)
+                Console.out("musickitd does not run\n" + sockets + device)
                 return .failure
             }
-            Console.out("musickitd runs (process \(pid))\n" + sockets)
+            Console.out("musickitd runs (process \(pid))\n" + sockets + device)
             return .success
         case "logs":
             let url = SystemMusicPlayer.daemonLogURL()
@@ -238,5 +246,29 @@ enum DaemonCommand {
             Console.error("musickit daemon: unknown action '\(other)'\n\n\(help)\n")
             return .usage
         }
+    }
+
+    /// `musickit daemon device [NAME|--default]`.
+    private static func device(_ argument: String?) -> ExitCode {
+        guard let argument else {
+            let (settings, problem) = SystemPlayerSettings.load()
+            if let problem { Console.error("warning: \(problem)\n") }
+            Console.out((settings.device ?? "the default (the sound server natively, else ALSA's default)") + "\n")
+            return .success
+        }
+        if argument.hasPrefix("-") && argument != "--default" {
+            Console.error("musickit daemon device: unknown option \(argument)\n\n\(help)\n")
+            return .usage
+        }
+        do {
+            try SystemPlayerSettings.update { $0.device = argument == "--default" ? nil : argument }
+        } catch {
+            Console.error("musickit daemon device: \(errorMessage(error))\n")
+            return .failure
+        }
+        let running = SystemMusicPlayer.runningDaemonProcessID() != nil
+        Console.out("musickitd plays on \(argument == "--default" ? "the default device" : argument) from its next start"
+                    + (running ? " (it runs now: musickit daemon stop, then start)" : "") + "\n")
+        return .success
     }
 }

@@ -34,7 +34,8 @@ let usage = """
     `musickit pause|next|...` ask, and keeps playing when they are gone. One per user; it listens
     on $XDG_RUNTIME_DIR/musickit/player.sock (MUSICKIT_RUNTIME_DIR overrides), plays on the
     PulseAudio or PipeWire server (natively) when one is there, else (or when it does not answer)
-    on ALSA's default device (MUSICKIT_AUDIO_DEVICE overrides both), and keeps its queue and
+    on ALSA's default device (`musickit daemon device NAME` overrides both, MUSICKIT_AUDIO_DEVICE
+    that), and keeps its queue and
     position in $XDG_DATA_HOME/musickit/system-player.json. Clients start it when none runs; it
     exits on SIGTERM or `musickit daemon stop`.
 
@@ -75,6 +76,12 @@ if let mpdPortText {
 // for access on its own side (SystemMusicPlayer, `musickit play --system` check their own
 // authorization); catalog content still needs the account's subscription here.
 setenv("MUSICKIT_AUTHORIZATION", "authorized", 1)
+// The device set with `musickit daemon device NAME`, unless the environment names one.
+if (ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"] ?? "").isEmpty {
+    let (settings, problem) = SystemPlayerSettings.load()
+    if let problem { FileHandle.standardError.write(Data("musickitd: \(problem)\n".utf8)) }
+    if let device = settings.device, !device.isEmpty { setenv("MUSICKIT_AUDIO_DEVICE", device, 1) }
+}
 do {
     if try !SystemPlayerServer(mpdPort: mpdPort).run() {
         FileHandle.standardError.write(Data("musickitd: another musickitd already runs for this user\n".utf8))

@@ -521,6 +521,39 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(unsubscribed.err.contains("needs a subscription; `musickit subscribe` shows the offer"), unsubscribed.err)
     }
 
+    /// `musickit daemon device NAME` is the device musickitd plays on from its next start (a
+    /// Snapcast setup survives a restart: issue #46), unless its environment names one;
+    /// `--default` forgets it.
+    func testTheDaemonsDeviceIsKeptForItsNextStart() throws {
+        var environment = try isolatedEnvironment()
+        environment["MUSICKIT_RUNTIME_DIR"] = try temporaryDirectory().appendingPathComponent("runtime").path
+        environment["MUSICKIT_AUDIO_DEVICE"] = ""  // none from the environment
+        XCTAssertTrue(try run(["daemon", "device"], environment: environment).out.hasPrefix("the default"))
+        let set = try run(["daemon", "device", "null"], environment: environment)
+        XCTAssertEqual(set.out, "musickitd plays on null from its next start\n", set.err)
+        XCTAssertEqual(try run(["daemon", "device"], environment: environment).out, "null\n")
+
+        XCTAssertEqual(try run(["daemon", "start"], environment: environment).code, 0)
+        addTeardownBlock { [self] in _ = try? run(["daemon", "stop"], environment: environment) }
+        XCTAssertTrue(try run(["daemon", "status"], environment: environment).out.contains("device:     null"))
+        XCTAssertTrue(try run(["daemon", "logs"], environment: environment).out.contains("(audio device: null)"), "it plays there")
+        XCTAssertTrue(try run(["daemon", "device", "hw:7"], environment: environment).out.contains("it runs now: musickit daemon stop, then start"))
+        XCTAssertEqual(try run(["daemon", "stop"], environment: environment).code, 0)
+
+        // The environment comes first.
+        var named = environment
+        named["MUSICKIT_AUDIO_DEVICE"] = "null"
+        XCTAssertEqual(try run(["daemon", "start"], environment: named).code, 0)
+        let log = try run(["daemon", "logs"], environment: named).out
+        let lastStart = log.components(separatedBy: "(audio device: ").last?.prefix { $0 != ")" }
+        XCTAssertEqual(lastStart.map(String.init), "null", "not hw:7: \(log)")
+        XCTAssertEqual(try run(["daemon", "stop"], environment: named).code, 0)
+
+        XCTAssertEqual(try run(["daemon", "device", "--default"], environment: environment).code, 0)
+        XCTAssertTrue(try run(["daemon", "device"], environment: environment).out.hasPrefix("the default"))
+        XCTAssertEqual(try run(["daemon", "device", "--loud"], environment: environment).code, 2)
+    }
+
     /// `library scan --loudness` measures the songs without ReplayGain tags, once: a second
     /// pass finds them known; a tagged one is never measured.
     func testAScanMeasuresTheLoudnessOfUntaggedSongsOnce() throws {

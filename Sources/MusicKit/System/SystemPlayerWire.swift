@@ -326,3 +326,31 @@ extension SystemPlayerWire {
         switch name { case "all": .all; case "one": .one; default: .none }
     }
 }
+
+/// The system player's own settings (`<config>/musickitd.json`), read by musickitd when it
+/// starts: the device it plays on when `MUSICKIT_AUDIO_DEVICE` does not say (`musickit daemon
+/// device NAME`), so that it survives a restart, a reboot, and a daemon started by any client.
+package struct SystemPlayerSettings: Codable, Equatable, Sendable {
+    /// An engine device name (`snapcast:/tmp/snapfifo`, `pulseaudio:SINK`, `hw:0`…); nil: the default.
+    package var device: String?
+
+    package init(device: String? = nil) { self.device = device }
+
+    static func file(_ environment: MusicKitEnvironment) -> SettingsFile<SystemPlayerSettings> {
+        SettingsFile(url: environment.configDirectory.appendingPathComponent("musickitd.json"))
+    }
+
+    /// The settings, or the defaults when none were saved (an unreadable file is moved aside
+    /// and reported).
+    package static func load(_ environment: MusicKitEnvironment = .current) -> (settings: SystemPlayerSettings, problem: SettingsFileError?) {
+        var problem: SettingsFileError?
+        let settings = file(environment).read(fallback: SystemPlayerSettings(), problem: &problem)
+        return (settings, problem)
+    }
+
+    @discardableResult
+    package static func update(_ environment: MusicKitEnvironment = .current,
+                               _ change: (inout SystemPlayerSettings) throws -> Void) throws -> SystemPlayerSettings {
+        try file(environment).update(fallback: SystemPlayerSettings(), change)
+    }
+}
