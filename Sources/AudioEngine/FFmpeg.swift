@@ -706,9 +706,11 @@ extension AudioFileInfo {
 
 extension AudioFileDecoder {
     /// The ReplayGain tags of the file at `path` (nil when it cannot be read), whatever its
-    /// format: read through FFmpeg's demuxers, which know every tag format the decoders meet.
+    /// format: read through FFmpeg's demuxers, which know the tag formats the decoders meet,
+    /// and from an APEv2 tag at the file's end (mp3gain's), which FFmpeg's MP3 demuxer does not read.
     public static func loudnessTags(atPath path: String) -> LoudnessTags? {
         guard let tags = LibAV.readTags(path: path) else { return nil }
-        return LoudnessTags { tags[$0] }
+        let ape = APETag.items(atPath: path) ?? [:]
+        return LoudnessTags { tags[$0] ?? ape[$0.uppercased()] }
     }
 }

@@ -109,6 +109,39 @@ final class EngineCaptureTests: XCTestCase {
         XCTAssertEqual(AudioFileDecoder.loudnessTags(atPath: source.path), LoudnessTags(), "an untagged file")
     }
 
+    /// mp3gain's ReplayGain values, in an APEv2 tag at the MP3's end (before an ID3v1 tag or
+    /// not), which neither FFmpeg's MP3 demuxer nor libmpg123 reads.
+    func testReplayGainInAnMP3sAPETagIsRead() throws {
+        let source = directory.appendingPathComponent("source.flac")
+        try writeAudioFile(source, TestSignal.sweep(frames: 44_100))
+        func apeTag(_ items: [(String, String)]) -> Data {
+            func word(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+            var body: [UInt8] = []
+            for (key, value) in items {
+                body += word(value.utf8.count) + word(0) + Array(key.utf8) + [0] + Array(value.utf8)
+            }
+            return Data(body + Array("APETAGEX".utf8) + word(2000) + word(body.count + 32) + word(items.count) + word(0)
+                        + [UInt8](repeating: 0, count: 8))
+        }
+        let items = [("REPLAYGAIN_TRACK_GAIN", "-7.25 dB"), ("replaygain_track_peak", "0.812"), ("MP3GAIN_MINMAX", "120,210")]
+        for withID3v1 in [false, true] {
+            let mp3 = directory.appendingPathComponent("gained\(withID3v1).mp3")
+            try encodeWithFFmpeg(source, to: mp3, codec: "libmp3lame", arguments: withID3v1 ? ["-write_id3v1", "1", "-metadata", "title=T"] : [])
+            var data = try Data(contentsOf: mp3)
+            var id3v1 = Data()
+            if withID3v1 {
+                id3v1 = data.suffix(128)
+                XCTAssertEqual(Array(id3v1.prefix(3)), Array("TAG".utf8), "ffmpeg wrote an ID3v1 tag")
+                data.removeLast(128)
+            }
+            try (data + apeTag(items) + id3v1).write(to: mp3)
+            let tags = try XCTUnwrap(AudioFileDecoder.loudnessTags(atPath: mp3.path))
+            XCTAssertEqual(tags.trackGainDB, -7.25, "ID3v1 after it: \(withID3v1)")
+            XCTAssertEqual(tags.trackPeak, 0.812, "keys in any case")
+            XCTAssertEqual(try decodeAll(mp3.path).samples.count, 44_100 * 2, "the tag is no audio")
+        }
+    }
+
     /// iTunes' Sound Check value in an MP4 (`iTunNORM`) is a track gain where no ReplayGain tag
     /// gives one: −10·log10(larger of words 1–2 ÷ 1000) dB, the peak from words 7–8; a broken one
     /// is named and not applied.
