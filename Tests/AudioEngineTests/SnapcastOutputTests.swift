@@ -46,10 +46,11 @@ final class SnapcastOutputTests: XCTestCase {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    private func launch(_ arguments: [String], log: String) throws -> Process {
+    private func launch(_ arguments: [String], log: String, environment: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: arguments[0])
         process.arguments = Array(arguments.dropFirst())
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle
@@ -68,15 +69,18 @@ final class SnapcastOutputTests: XCTestCase {
         }
     }
 
+    private var streamPort = 0
+    private var serverLog = ""
+
     /// snapserver with a pipe source at 44.1 kHz (PCM to its clients, `bufferMilliseconds` of
     /// buffer) and one snapclient connected to it, playing into the test server's only sink.
     /// Returns the FIFO's path.
     private func startSnapcast(bufferMilliseconds: Int) throws -> String {
         _ = try AudioTestEnvironment.requirePulse()
-        let pulseServer = try XCTUnwrap(ProcessInfo.processInfo.environment["PULSE_SERVER"], "scripts/with-test-sink sets it")
         let fifo = directory.appendingPathComponent("snapfifo").path
-        let streamPort = try freePort(), controlPort = try freePort()
-        let serverLog = directory.appendingPathComponent("snapserver.log").path
+        streamPort = try freePort()
+        let controlPort = try freePort()
+        serverLog = directory.appendingPathComponent("snapserver.log").path
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("snapserver"), withIntermediateDirectories: true)
         _ = try launch(["/usr/bin/snapserver", "-c", "/dev/null", "--server.datadir=\(directory.appendingPathComponent("snapserver").path)",
                         "--http.enabled=0", "--tcp.port=\(controlPort)", "--tcp.bind_to_address=127.0.0.1",
@@ -84,12 +88,24 @@ final class SnapcastOutputTests: XCTestCase {
                         "--stream.source=pipe://\(fifo)?name=default&sampleformat=44100:16:2&mode=create",
                         "--stream.codec=pcm", "--stream.buffer=\(bufferMilliseconds)", "--logging.filter=*:notice"], log: serverLog)
         try waitUntil("snapserver's FIFO") { FileManager.default.fileExists(atPath: fifo) }
-        _ = try launch(["/usr/bin/snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--hostID", "room1",
-                        "--player", "pulse:server=\(pulseServer)"], log: directory.appendingPathComponent("snapclient.log").path)
-        try waitUntil("snapclient's connection") {
-            ((try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? "").contains("NewConnection")
-        }
+        try startRoom(1, sink: nil)
         return fifo
+    }
+
+    /// A snapclient (`instance`, as a room of its own) playing into `sink` of the test server
+    /// (nil: its default, the test sink), once the server has its connection.
+    private func startRoom(_ instance: Int, sink: String?) throws {
+        let pulseServer = try XCTUnwrap(ProcessInfo.processInfo.environment["PULSE_SERVER"], "scripts/with-test-sink sets it")
+        let connectionsBefore = connections()
+        _ = try launch(["/usr/bin/snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--instance", "\(instance)",
+                        "--hostID", "room\(instance)", "--player", "pulse:server=\(pulseServer)"],
+                       log: directory.appendingPathComponent("snapclient\(instance).log").path,
+                       environment: sink.map { ["PULSE_SINK": $0] } ?? [:])
+        try waitUntil("snapclient \(instance)'s connection") { connections() > connectionsBefore }
+    }
+
+    private func connections() -> Int {
+        ((try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? "").components(separatedBy: "NewConnection").count - 1
     }
 
     /// An album of two songs cut at an odd frame, played through Snapcast: heard whole, from the
@@ -144,6 +160,123 @@ final class SnapcastOutputTests: XCTestCase {
         XCTAssertEqual(announced, boundaryHeard, accuracy: 30, "announced at \(announced) ms, heard at \(boundaryHeard) ms")
         print("snapcast: first sound \(String(format: "%.1f", heardMilliseconds)) ms after play(); second song announced "
               + "\(String(format: "%.1f", announced - boundaryHeard)) ms from when it was heard")
+    }
+
+    /// Two rooms — two snapclients playing into two sinks of the test server, the second joining
+    /// while the song plays — hear it at the same moments: the clicks of a click track reach
+    /// both sinks' monitors within a millisecond of each other, as a median from 1 s after the
+    /// second room joined (times from each recorder's chunk arrivals, the same 2 ms recorder on
+    /// both, so their own latency cancels).
+    func testTwoRoomsHearTheSongInSyncAlsoOneThatJoinsLate() throws {
+        let fifo = try startSnapcast(bufferMilliseconds: 300)
+        let environment = ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""]
+        let (loaded, module) = try runTool("/usr/bin/pactl", ["load-module", "module-null-sink", "sink_name=musickit_room2",
+                                                              "rate=44100", "channels=2"], environment: environment)
+        XCTAssertEqual(loaded, 0, module)
+        defer { _ = try? runTool("/usr/bin/pactl", ["unload-module", module.trimmingCharacters(in: .whitespacesAndNewlines)],
+                                 environment: environment) }
+        let room1 = try SharedMonitor.recorder()
+        let room2 = try MonitorRecorder(source: "musickit_room2.monitor", latencyMilliseconds: 2)
+        defer { room2.stop() }
+        room2.warmUp(seconds: 0.5)
+
+        // 8 s of silence with a one-frame click every 250 ms.
+        let rate = 44_100, seconds = 8
+        var signal = [Float](repeating: 0, count: rate * seconds * 2)
+        let clicks = stride(from: rate / 4 + 7, to: rate * seconds, by: rate / 4).map { $0 }
+        for frame in clicks { signal[frame * 2] = 0.9; signal[frame * 2 + 1] = 0.9 }
+        let song = directory.appendingPathComponent("clicks.flac")
+        try writeAudioFile(song, signal)
+
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: "snapcast:\(fifo)?rate=44100&buffer=300"))
+        let events = EventRecorder(engine)
+        engine.setQueue(AudioEntryList(paths: [song.path]))
+        let call = monotonicNanoseconds()
+        try engine.play()
+        defer { engine.stop() }
+        Thread.sleep(forTimeInterval: 2)
+        try startRoom(2, sink: "musickit_room2")  // joins 2 s in
+        events.waitForQueueFinished(timeout: 20)
+        usleep(300_000)
+
+        /// The times (monotonic ns) at which a recorder heard clicks: a chunk's last frame
+        /// arrived with it, the frames before it 1/44,100 s apart.
+        func clickTimes(_ recorder: MonitorRecorder) -> [Double] {
+            var times: [Double] = []
+            for chunk in recorder.chunks(arrivedAfter: call) {
+                let frames = chunk.samples.count / 2
+                for frame in 0..<frames where abs(Int(chunk.samples[frame * 2])) > 12_000 {
+                    let time = Double(chunk.arrivalNanoseconds) - Double(frames - 1 - frame) * 1e9 / Double(rate)
+                    if let last = times.last, time - last < 50e6 { continue }  // the same click
+                    times.append(time)
+                }
+            }
+            return times
+        }
+        let heard1 = clickTimes(room1), heard2 = clickTimes(room2)
+        XCTAssertEqual(heard1.count, clicks.count, "room 1 heard every click")
+        XCTAssertGreaterThan(heard2.count, clicks.count / 2, "room 2 heard the clicks after it joined")
+        // Each of room 2's clicks against room 1's nearest, from 1 s after it joined.
+        let joined = Double(call) + 3e9
+        let offsets = heard2.filter { $0 > joined }.compactMap { time -> Double? in
+            guard let nearest = heard1.min(by: { abs($0 - time) < abs($1 - time) }), abs(nearest - time) < 100e6 else { return nil }
+            return (time - nearest) / 1e6
+        }
+        XCTAssertGreaterThan(offsets.count, 10, "clicks heard in both rooms: \(offsets)")
+        let sorted = offsets.map(abs).sorted()
+        let median = sorted[sorted.count / 2], largest = sorted.last ?? .infinity
+        XCTAssertLessThan(median, 1, "the rooms' median offset, ms: \(offsets)")
+        // The late room starts ~1–1.6 ms off and is within ±0.3 ms two seconds later (4 runs).
+        XCTAssertLessThan(largest, 3, "the largest, ms: \(offsets)")
+        print("snapcast rooms: \(offsets.map { String(format: "%.2f", $0) }) \(offsets.count) clicks, offset median \(String(format: "%.3f", median)) ms, "
+              + "largest \(String(format: "%.3f", largest)) ms")
+    }
+
+    /// A skip and a pause are heard in the room after what the pipe still holds and Snapcast's
+    /// buffer: the engine takes back only what it holds (a FIFO cannot be unread).
+    func testASkipAndAPauseAreHeardAfterSnapcastsBuffer() throws {
+        let fifo = try startSnapcast(bufferMilliseconds: 300)
+        let recorder = try SharedMonitor.recorder()
+        let silence = directory.appendingPathComponent("silence.flac"), tone = directory.appendingPathComponent("tone.flac")
+        try writeAudioFile(silence, [Float](repeating: 0, count: 44_100 * 2 * 10))
+        try writeAudioFile(tone, TestSignal.tone(hz: 440, frames: 44_100 * 10, sampleRate: 44_100, channels: 2, amplitude: 0.5))
+        let engine = AudioEngine(configuration: AudioTestEnvironment.sinkConfiguration(deviceName: "snapcast:\(fifo)?rate=44100&buffer=300"))
+        engine.setQueue(AudioEntryList(paths: [silence.path, tone.path]))
+        try engine.play()
+        defer { engine.stop() }
+        Thread.sleep(forTimeInterval: 1.5)
+
+        /// When the room was first loud (or quiet) after `since`, in ms after it.
+        func heard(after since: UInt64, loud: Bool) -> Double? {
+            for chunk in recorder.chunks(arrivedAfter: since) {
+                let frames = chunk.samples.count / 2
+                func level(_ frame: Int) -> Int { abs(Int(chunk.samples[frame * 2])) }
+                // Loud: a frame above 1,000. Quiet: the first of 20 frames below 50 (the tone
+                // passes zero in a frame).
+                let matching = (0..<frames).first { frame in
+                    loud ? level(frame) > 1_000 : frame + 20 <= frames && (frame..<frame + 20).allSatisfy { level($0) < 50 }
+                }
+                if let frame = matching {
+                    let time = Double(chunk.arrivalNanoseconds) - Double(frames - 1 - frame) * 1e9 / 44_100
+                    return (time - Double(since)) / 1e6
+                }
+            }
+            return nil
+        }
+        let skip = monotonicNanoseconds()
+        engine.skipToNextEntry()
+        Thread.sleep(forTimeInterval: 1)
+        let skipHeard = try XCTUnwrap(heard(after: skip, loud: true), "the next song was heard")
+        let pause = monotonicNanoseconds()
+        engine.pause()
+        Thread.sleep(forTimeInterval: 1)
+        let pauseHeard = try XCTUnwrap(heard(after: pause, loud: false), "the pause was heard")
+        // Snapcast's 300 ms, plus at most the pipe's ~93 ms and the engine's turn.
+        for (what, milliseconds) in [("skip", skipHeard), ("pause", pauseHeard)] {
+            XCTAssertGreaterThan(milliseconds, 280, "\(what): not before Snapcast's buffer")
+            XCTAssertLessThan(milliseconds, 450, "\(what): the buffer, the pipe, and not more")
+        }
+        print("snapcast: skip heard \(String(format: "%.1f", skipHeard)) ms, pause \(String(format: "%.1f", pauseHeard)) ms after the call")
     }
 
     /// Names that are not a pipe source, and a FIFO no server reads, are reported as a failed
