@@ -23,6 +23,10 @@ struct CostBenchmarks {
     let assets: URL
     let rounds: Int
     let windowSeconds: Double
+    /// Snapcast's pipe source and its server's process (`SnapcastServer`), when snapserver is
+    /// installed: musickit and MPD (its `fifo` output) feeding it are measured too, the server's
+    /// CPU being snapserver's (and the sound server's, where its client plays).
+    var snapcast: SnapcastServer? = nil
     let report: Report
     /// How long a player plays before its window opens (its start and first decoding are not
     /// steady playback).
@@ -76,7 +80,8 @@ struct CostBenchmarks {
     }
 
     /// Measures `pid` and the server over the window.
-    private func measure(_ pid: pid_t) -> Cost {
+    private func measure(_ pid: pid_t, alsoServers extraServers: [pid_t] = []) -> Cost {
+        let serverPIDs = serverPIDs + extraServers
         let player = Sample(pid: pid)
         let server = serverPIDs.map { Sample(pid: $0) }
         let began = monotonicNanoseconds()
@@ -95,6 +100,8 @@ struct CostBenchmarks {
         let name: String
         let start: (URL) throws -> Running
         let pause: ((Running) throws -> Void)?
+        /// Servers it feeds besides the sound server (snapserver).
+        var servers: [pid_t] = []
     }
 
     /// A player's process as measured, and how it is stopped.
@@ -169,13 +176,20 @@ struct CostBenchmarks {
                 }))
             }
         }
+        if let snapcast {
+            let device = "snapcast:\(snapcast.fifo)?rate=44100&buffer=1000"
+            subjects.append(Subject(name: "musickit play --device snapcast:FIFO", start: { song in
+                Running(try Self.launch(musickit, ["play", "--no-ui", "--device", device, song.path], environment: environment))
+            }, pause: { running in kill(running.pid, SIGUSR2) }, servers: [snapcast.pid]))
+        }
         var mpdServer: MPDServer?
         if let mpd = PeerBenchmarks.installed("mpd") {
-            let server = try MPDServer(binary: mpd, device: pluginDevice, fixtures: fixtures)
+            let server = try MPDServer(binary: mpd, device: pluginDevice, fixtures: fixtures, snapcastFIFO: snapcast?.fifo)
             mpdServer = server
             let connection = try server.connect()
             connection.command("enableoutput \(MPDServer.pulseOutput)")
             connection.command("disableoutput \(MPDServer.alsaOutput)")
+            if snapcast != nil { connection.command("disableoutput \(MPDServer.fifoOutput)") }
             // A connection per command: MPD closes one that was idle for a minute.
             subjects.append(Subject(name: "MPD (pulse output)", start: { song in
                 let connection = try server.connect()
@@ -187,6 +201,23 @@ struct CostBenchmarks {
                 if !status.contains("state: play") { progress("  MPD does not play: \(status.joined(separator: "; "))") }
                 return Running(pid: server.process.processIdentifier) { _ = try? server.connect().command("stop") }
             }, pause: { _ in try server.connect().command("pause 1") }))
+            if let snapcast {
+                subjects.append(Subject(name: "MPD (fifo output into snapserver)", start: { song in
+                    let connection = try server.connect()
+                    connection.command("stop")
+                    connection.command("enableoutput \(MPDServer.fifoOutput)")
+                    connection.command("disableoutput \(MPDServer.pulseOutput)")
+                    connection.command("clear")
+                    connection.command("add \"\(song.lastPathComponent)\"")
+                    connection.command("play")
+                    return Running(pid: server.process.processIdentifier) {
+                        let connection = try? server.connect()
+                        connection?.command("stop")
+                        connection?.command("disableoutput \(MPDServer.fifoOutput)")
+                        connection?.command("enableoutput \(MPDServer.pulseOutput)")
+                    }
+                }, pause: { _ in try server.connect().command("pause 1") }, servers: [snapcast.pid]))
+            }
         }
         defer { mpdServer?.stop() }
         if let mpv = PeerBenchmarks.installed("mpv") {
@@ -210,14 +241,14 @@ struct CostBenchmarks {
                 let running: Running
                 do { running = try subject.start(song) } catch { progress("  \(subject.name): \(error)"); continue }
                 Thread.sleep(forTimeInterval: settleSeconds)
-                playing[subject.name, default: []].append(measure(running.pid))
+                playing[subject.name, default: []].append(measure(running.pid, alsoServers: subject.servers))
                 if let pause = subject.pause {
                     try pause(running)
                     Thread.sleep(forTimeInterval: 1)
-                    paused[subject.name, default: []].append(measure(running.pid))
+                    paused[subject.name, default: []].append(measure(running.pid, alsoServers: subject.servers))
                     if subject.name.hasPrefix("musickit") {
                         Thread.sleep(forTimeInterval: 1.5)  // past releaseSeconds since the pause
-                        released[subject.name, default: []].append(measure(running.pid))
+                        released[subject.name, default: []].append(measure(running.pid, alsoServers: subject.servers))
                     }
                 }
                 running.stop()

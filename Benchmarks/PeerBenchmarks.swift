@@ -393,10 +393,12 @@ final class MPDServer {
     /// Output IDs, in the configuration's order.
     static let pulseOutput = 0
     static let alsaOutput = 1
+    /// Its `fifo` output into Snapcast's pipe source, when it was given one (MPD's Snapcast setup).
+    static let fifoOutput = 2
     let process = Process()
     private let directory: URL
 
-    init(binary: URL, device: String, fixtures: Fixtures) throws {
+    init(binary: URL, device: String, fixtures: Fixtures, snapcastFIFO: String? = nil) throws {
         directory = fixtures.directory.appendingPathComponent("mpd")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("playlists"),
                                                 withIntermediateDirectories: true)
@@ -419,7 +421,16 @@ final class MPDServer {
             device "\(device)"
             mixer_type "none"
         }
-        """
+        """ + (snapcastFIFO.map { """
+
+            audio_output {
+                type "fifo"
+                name "snapcast"
+                path "\($0)"
+                format "44100:16:2"
+                mixer_type "none"
+            }
+            """ } ?? "")
         let configURL = directory.appendingPathComponent("mpd.conf")
         try config.write(to: configURL, atomically: true, encoding: .utf8)
         process.executableURL = binary

@@ -150,9 +150,13 @@ if realTimeGroups.contains(where: { wants($0) }) {
                 (other, environment["MUSICKITD_OTHER"].map { URL(fileURLWithPath: $0) }
                     ?? installed(other.deletingLastPathComponent().appendingPathComponent("musickitd")))
             }
-            try CostBenchmarks(musickit: musickit, musickitd: installed(musickitd), other: other,
-                               nativeDevice: nativeDevice, pluginDevice: device, serverPIDs: serverPIDs, fixtures: fixtures,
-                               assets: assets, rounds: costRounds, windowSeconds: costWindowSeconds, report: report).run()
+            var cost = CostBenchmarks(musickit: musickit, musickitd: installed(musickitd), other: other,
+                                      nativeDevice: nativeDevice, pluginDevice: device, serverPIDs: serverPIDs, fixtures: fixtures,
+                                      assets: assets, rounds: costRounds, windowSeconds: costWindowSeconds, report: report)
+            let snapcast = try SnapcastServer(directory: fixtures.directory)
+            defer { snapcast?.stop() }
+            cost.snapcast = snapcast
+            try cost.run()
         } else {
             progress("cost: skipped (MUSICKIT_TEST_PULSE_NATIVE_DEVICE and MUSICKIT_TEST_SERVER_PID: scripts/with-test-sink sets them)")
         }
