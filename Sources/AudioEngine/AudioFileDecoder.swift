@@ -69,8 +69,8 @@ public struct AudioFileInfo: Sendable, Equatable {
     public var trackNumber: Int?
     public var date: String?
     public var comment: String?
-    /// The album's artist (`ALBUMARTIST`, ID3 `TPE2`, MP4 `aART`) where it differs from the
-    /// song's, as on a compilation. libsndfile does not read it: see `AudioFileDecoder.readAllTags()`.
+    /// The album's artist (`ALBUMARTIST`, ID3 `TPE2`, MP4 `aART`), as the file names it (a
+    /// compilation's "Various Artists"). libsndfile does not read it: see `AudioFileDecoder.readAllTags()`.
     public var albumArtist: String? = nil
     /// The disc of a multi-disc album (`DISCNUMBER`, ID3 `TPOS`, MP4 `disk`); libsndfile does not
     /// read it either.

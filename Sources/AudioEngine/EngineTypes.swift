@@ -489,9 +489,10 @@ public enum LoudnessNormalization: Sendable, Hashable {
 /// Vorbis comments, ID3v2 `TXXX` frames and MP4 freeform atoms; Opus's `R128_TRACK_GAIN` and
 /// `R128_ALBUM_GAIN`, moved from −23 to ReplayGain's −18 LUFS; iTunes' `iTunNORM`, a track gain,
 /// where there is no ReplayGain track gain). An Opus header's output gain is not among them: the
-/// decoder applies it (libsndfile sets it on libopus), and RFC 7845's R128 gains are on top of it. Gains are dB to ReplayGain 2.0's
-/// reference level; a value that is not a number, or a gain beyond ±51 dB (no real song needs
-/// that: a tag of +90 dB is broken), is left out and named in `ignored`.
+/// decoder applies it (libsndfile sets it on libopus), and RFC 7845's R128 gains are on top of
+/// it. Gains are dB to ReplayGain 2.0's reference level; a value that is not a number, or a
+/// gain beyond ±51 dB (no real song needs that: a tag of +90 dB is broken), is left out and
+/// named in `ignored`.
 public struct LoudnessTags: Sendable, Hashable {
     public var trackGainDB: Double?
     public var trackPeak: Double?

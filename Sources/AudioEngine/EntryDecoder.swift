@@ -34,7 +34,7 @@ public final class EntryDecoder {
 
     var token: UInt64 { entry.token.rawValue }
     /// The factor every sample is scaled by: the entry's `gain` times its normalization's, from
-    /// the file's ReplayGain tags or, without them, its measured loudness (1: bit-exact).
+    /// the entry's known ReplayGain values, else the file's tags (1: bit-exact).
     public let gain: Float
 
     /// Opens `entry` for a stream of `streamRate` Hz and `streamChannels` channels

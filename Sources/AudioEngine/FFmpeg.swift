@@ -659,17 +659,28 @@ private struct LibAV: @unchecked Sendable {
     /// demuxer for any format it knows (FLAC and Ogg comments, ID3v2 `TXXX` frames, MP4's
     /// freeform atoms); nil when it cannot open the file.
     static func readTags(path: String) -> Tags? {
-        readTagsAndCover(path: path)?.tags
+        withInput(path) { av, format in tags(av, format) }
     }
 
-    /// `readTags(path:)` and the file's attached picture, in one open.
+    /// `readTags(path:)` and the file's attached picture, in one open (the picture copied only here).
     static func readTagsAndCover(path: String) -> (tags: Tags, coverArt: Data?)? {
+        withInput(path) { av, format in (tags(av, format), coverArt(format)) }
+    }
+
+    /// `body` with the file at `path` opened by FFmpeg's demuxer (headers read); nil when it
+    /// cannot be.
+    private static func withInput<T>(_ path: String, _ body: (LibAV, Format) -> T) -> T? {
         guard case .success(let av) = LibAV.loaded else { return nil }
         var format: Format?
         guard av.openInput(&format, path, nil, nil) >= 0, let opened = format else { return nil }
         defer { av.closeInput(&format) }
-        let streams = (0..<Int(opened.pointee.nb_streams)).compactMap { opened.pointee.streams[$0]?.pointee.metadata }
-        return (Tags(av, [opened.pointee.metadata] + streams), coverArt(opened))
+        return body(av, opened)
+    }
+
+    /// The container's tags and its streams'.
+    private static func tags(_ av: LibAV, _ format: Format) -> Tags {
+        let streams = (0..<Int(format.pointee.nb_streams)).compactMap { format.pointee.streams[$0]?.pointee.metadata }
+        return Tags(av, [format.pointee.metadata] + streams)
     }
 
     /// The bytes of the stream FFmpeg marks as the file's attached picture (its cover).

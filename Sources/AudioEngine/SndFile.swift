@@ -6,9 +6,9 @@ import Glibc
 // through `LibSndFile`'s table: libsndfile.so.1 (and the eight codec libraries it loads) is opened
 // when the first file is, not at every program's start (see DynamicLibrary).
 
-/// A file decoded by libsndfile (WAV, FLAC, Ogg Vorbis, Opus, AIFF, ...; MPEG audio is
-/// libmpg123's, MPG123.swift) to interleaved
-/// 32-bit float frames; `AudioFileDecoder` chooses it for everything that is not MP4 or AAC.
+/// A file decoded by libsndfile (WAV, FLAC, Ogg Vorbis, Opus, AIFF, ...) to interleaved 32-bit
+/// float frames; `AudioFileDecoder` chooses it for everything that is not MP4, AAC or MPEG audio
+/// (libmpg123's, MPG123.swift).
 ///
 /// Thread safety: one thread at a time. Real-time safety: none (file I/O); used on the
 /// decoder thread only.

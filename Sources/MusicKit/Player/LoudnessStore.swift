@@ -60,12 +60,16 @@ final class LoudnessStore: Sendable {
 
     /// The file's measurement, if it was measured as it is now.
     func measurement(ofFile path: String) -> LoudnessMeasurement? {
-        guard let identity = Self.identity(path) else { return nil }
-        return try? database.withLock { database in
+        Self.identity(path).flatMap { measurement(path, $0) }
+    }
+
+    /// The measurement of the file at `path` when it had `identity`.
+    private func measurement(_ path: String, _ identity: (size: Int, modified: Int)) -> LoudnessMeasurement? {
+        try? database.withLock { database in
             try database.statement("SELECT lufs, peak, album_lufs, album_peak FROM measurements WHERE path = ?1 AND size = ?2 AND mtime = ?3")
                 .rows([path, identity.size, identity.modified]) { row in
                     LoudnessMeasurement(integratedLUFS: row.double(0), truePeak: row.double(1),
-                                        albumIntegratedLUFS: row.isNull(2) ? nil : row.double(2), albumTruePeak: row.isNull(3) ? nil : row.double(3))
+                                        albumIntegratedLUFS: row.optionalDouble(2), albumTruePeak: row.optionalDouble(3))
                 }
                 .first
         }
@@ -73,20 +77,24 @@ final class LoudnessStore: Sendable {
 
     /// The file's ReplayGain values as known without reading it: its measurement as gains, or
     /// the tags read from it before (`measureNow` keeps them), if either was made of the file as
-    /// it is now; nil otherwise. One or two indexed reads: what the player asks as it queues an
-    /// entry, so that the entry's open need not read the tags (AudioEntry.knownLoudness).
+    /// it is now; nil otherwise. One `stat` and one or two indexed reads: what the player asks as
+    /// it queues an entry, so that the entry's open need not read the tags (AudioEntry.knownLoudness).
     func knownLoudness(ofFile path: String) -> LoudnessTags? {
-        if let measured = measurement(ofFile: path) { return measured.replayGain }
         guard let identity = Self.identity(path) else { return nil }
+        if let measured = measurement(path, identity) { return measured.replayGain }
         return try? database.withLock { database in
             try database.statement("""
                 SELECT track_gain, track_peak, album_gain, album_peak FROM tagged WHERE path = ?1 AND size = ?2 AND mtime = ?3
                 """).rows([path, identity.size, identity.modified]) { row in
-                func value(_ column: Int32) -> Double? { row.isNull(column) ? nil : row.double(column) }
-                return LoudnessTags(trackGainDB: value(0), trackPeak: value(1), albumGainDB: value(2), albumPeak: value(3))
+                LoudnessTags(trackGainDB: row.optionalDouble(0), trackPeak: row.optionalDouble(1),
+                             albumGainDB: row.optionalDouble(2), albumPeak: row.optionalDouble(3))
             }.first
         }
     }
+
+    /// What a file of silence (nothing above EBU R128's gate) is kept as: nothing to normalize,
+    /// and not measured again.
+    private static let silence = LoudnessMeasurement(integratedLUFS: ReplayGain.referenceLUFS, truePeak: 0)
 
     /// Whether the file's ReplayGain tags give a gain; if so they are kept for `knownLoudness`.
     private func keepTagsIfTagged(_ path: String, _ identity: (size: Int, modified: Int)) -> Bool {
@@ -142,12 +150,11 @@ final class LoudnessStore: Sendable {
     /// it all (then they are kept) (a library scan's `--loudness` pass).
     package func measureNow(_ path: String) -> Outcome {
         guard let before = Self.identity(path) else { return .failed("\(path): no such file") }
-        if measurement(ofFile: path) != nil { return .known }
+        if measurement(path, before) != nil { return .known }
         if keepTagsIfTagged(path, before) { return .tagged }
         let measured: LoudnessMeasurement
         do {
-            // Silence (nothing above the gate): nothing to normalize; kept so it is not measured again.
-            measured = try LoudnessMeter.measure(path: path) ?? LoudnessMeasurement(integratedLUFS: ReplayGain.referenceLUFS, truePeak: 0)
+            measured = try LoudnessMeter.measure(path: path) ?? Self.silence
         } catch {
             return .failed(error.description)
         }
@@ -165,7 +172,7 @@ final class LoudnessStore: Sendable {
         if let missing = paths.indices.first(where: { before[$0] == nil }) {
             return paths.indices.map { $0 == missing ? .failed("\(paths[$0]): no such file") : .failed("its album could not be measured") }
         }
-        if paths.allSatisfy({ measurement(ofFile: $0)?.albumIntegratedLUFS != nil }) { return paths.map { _ in .known } }
+        if paths.indices.allSatisfy({ measurement(paths[$0], before[$0]!)?.albumIntegratedLUFS != nil }) { return paths.map { _ in .known } }
         let tagged = paths.indices.map { keepTagsIfTagged(paths[$0], before[$0]!) }
         if tagged.contains(true) { return zip(paths, tagged).map { $1 ? .tagged : measureNow($0) } }
         let measured: (tracks: [LoudnessMeasurement?], album: LoudnessMeasurement?)
@@ -174,13 +181,12 @@ final class LoudnessStore: Sendable {
         } catch {
             return paths.map(measureNow)  // the file that cannot be read says so; the others are measured alone
         }
-        let silence = LoudnessMeasurement(integratedLUFS: ReplayGain.referenceLUFS, truePeak: 0)
-        let album = measured.album ?? silence
+        let album = measured.album ?? Self.silence
         return paths.indices.map { index in
             guard let after = Self.identity(paths[index]), after == before[index]! else {
                 return .failed("\(paths[index]) changed while it was measured")
             }
-            var track = measured.tracks[index] ?? silence
+            var track = measured.tracks[index] ?? Self.silence
             track.albumIntegratedLUFS = album.integratedLUFS
             track.albumTruePeak = album.truePeak
             store(track, paths[index], after)

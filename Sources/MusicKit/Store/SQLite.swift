@@ -242,6 +242,9 @@ final class SQLiteStatement {
 
     func double(_ column: Int32) -> Double { sqlite.columnDouble(handle, column) }
 
+    /// The column's number, nil for NULL.
+    func optionalDouble(_ column: Int32) -> Double? { isNull(column) ? nil : double(column) }
+
     func string(_ column: Int32) -> String? {
         guard let text = sqlite.columnText(handle, column) else { return nil }
         return String(cString: text)
