@@ -1,4 +1,5 @@
 import AudioEngine
+import AudioMeasurement
 import Foundation
 import Glibc
 import MusicKit
@@ -187,36 +188,27 @@ struct CostBenchmarks {
             let server = try MPDServer(binary: mpd, device: pluginDevice, fixtures: fixtures, snapcastFIFO: snapcast?.fifo)
             mpdServer = server
             let connection = try server.connect()
-            connection.command("enableoutput \(MPDServer.pulseOutput)")
             connection.command("disableoutput \(MPDServer.alsaOutput)")
-            if snapcast != nil { connection.command("disableoutput \(MPDServer.fifoOutput)") }
-            // A connection per command: MPD closes one that was idle for a minute.
-            subjects.append(Subject(name: "MPD (pulse output)", start: { song in
-                let connection = try server.connect()
-                connection.command("stop")
-                connection.command("clear")
-                connection.command("add \"\(song.lastPathComponent)\"")
-                connection.command("play")
-                let status = connection.command("status")
-                if !status.contains("state: play") { progress("  MPD does not play: \(status.joined(separator: "; "))") }
-                return Running(pid: server.process.processIdentifier) { _ = try? server.connect().command("stop") }
-            }, pause: { _ in try server.connect().command("pause 1") }))
-            if let snapcast {
-                subjects.append(Subject(name: "MPD (fifo output into snapserver)", start: { song in
+            let outputs = [MPDServer.pulseOutput] + (snapcast != nil ? [MPDServer.fifoOutput] : [])
+            /// MPD playing through `output` alone (of its pulse and fifo outputs); a connection
+            /// per command: MPD closes one that was idle for a minute.
+            func mpdSubject(_ name: String, output: Int, servers: [pid_t] = []) -> Subject {
+                Subject(name: name, start: { song in
                     let connection = try server.connect()
                     connection.command("stop")
-                    connection.command("enableoutput \(MPDServer.fifoOutput)")
-                    connection.command("disableoutput \(MPDServer.pulseOutput)")
+                    for other in outputs where other != output { connection.command("disableoutput \(other)") }
+                    connection.command("enableoutput \(output)")
                     connection.command("clear")
                     connection.command("add \"\(song.lastPathComponent)\"")
                     connection.command("play")
-                    return Running(pid: server.process.processIdentifier) {
-                        let connection = try? server.connect()
-                        connection?.command("stop")
-                        connection?.command("disableoutput \(MPDServer.fifoOutput)")
-                        connection?.command("enableoutput \(MPDServer.pulseOutput)")
-                    }
-                }, pause: { _ in try server.connect().command("pause 1") }, servers: [snapcast.pid]))
+                    let status = connection.command("status")
+                    if !status.contains("state: play") { progress("  MPD does not play: \(status.joined(separator: "; "))") }
+                    return Running(pid: server.process.processIdentifier) { _ = try? server.connect().command("stop") }
+                }, pause: { _ in try server.connect().command("pause 1") }, servers: servers)
+            }
+            subjects.append(mpdSubject("MPD (pulse output)", output: MPDServer.pulseOutput))
+            if let snapcast {
+                subjects.append(mpdSubject("MPD (fifo output into snapserver)", output: MPDServer.fifoOutput, servers: [snapcast.pid]))
             }
         }
         defer { mpdServer?.stop() }

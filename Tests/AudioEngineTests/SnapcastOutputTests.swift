@@ -10,54 +10,18 @@ import XCTest
 /// snapclient on loopback, the client playing into the test sink, heard at its monitor.
 final class SnapcastOutputTests: XCTestCase {
     private var directory: URL!
-    private var processes: [Process] = []
+    private var snapcast: SnapcastServer?
 
     override func setUpWithError() throws {
         directory = try makeTemporaryDirectory(self)
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/snapserver"),
-              FileManager.default.isExecutableFile(atPath: "/usr/bin/snapclient") else {
+        guard SnapcastServer.isInstalled else {
             throw XCTSkip("snapserver and snapclient are not installed (scripts/setup-system installs them)")
         }
     }
 
     override func tearDown() {
-        // Stopped by their own PIDs, the client first.
-        for process in processes.reversed() where process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        processes = []
-    }
-
-    /// A TCP port nothing listens on now (the kernel's pick for port 0).
-    private func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Glibc.close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw XCTSkip("no free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    private func launch(_ arguments: [String], log: String, environment: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        processes.append(process)
-        return process
+        snapcast?.stop()
+        snapcast = nil
     }
 
     /// Waits until `condition` holds, at most `seconds`.
@@ -69,43 +33,15 @@ final class SnapcastOutputTests: XCTestCase {
         }
     }
 
-    private var streamPort = 0
-    private var serverLog = ""
-
     /// snapserver with a pipe source at 44.1 kHz (PCM to its clients, `bufferMilliseconds` of
     /// buffer) and one snapclient connected to it, playing into the test server's only sink.
     /// Returns the FIFO's path.
     private func startSnapcast(bufferMilliseconds: Int) throws -> String {
         _ = try AudioTestEnvironment.requirePulse()
-        let fifo = directory.appendingPathComponent("snapfifo").path
-        streamPort = try freePort()
-        let controlPort = try freePort()
-        serverLog = directory.appendingPathComponent("snapserver.log").path
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("snapserver"), withIntermediateDirectories: true)
-        _ = try launch(["/usr/bin/snapserver", "-c", "/dev/null", "--server.datadir=\(directory.appendingPathComponent("snapserver").path)",
-                        "--http.enabled=0", "--tcp.port=\(controlPort)", "--tcp.bind_to_address=127.0.0.1",
-                        "--stream.port=\(streamPort)", "--stream.bind_to_address=127.0.0.1",
-                        "--stream.source=pipe://\(fifo)?name=default&sampleformat=44100:16:2&mode=create",
-                        "--stream.codec=pcm", "--stream.buffer=\(bufferMilliseconds)", "--logging.filter=*:notice"], log: serverLog)
-        try waitUntil("snapserver's FIFO") { FileManager.default.fileExists(atPath: fifo) }
-        try startRoom(1, sink: nil)
-        return fifo
-    }
-
-    /// A snapclient (`instance`, as a room of its own) playing into `sink` of the test server
-    /// (nil: its default, the test sink), once the server has its connection.
-    private func startRoom(_ instance: Int, sink: String?) throws {
-        let pulseServer = try XCTUnwrap(ProcessInfo.processInfo.environment["PULSE_SERVER"], "scripts/with-test-sink sets it")
-        let connectionsBefore = connections()
-        _ = try launch(["/usr/bin/snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--instance", "\(instance)",
-                        "--hostID", "room\(instance)", "--player", "pulse:server=\(pulseServer)"],
-                       log: directory.appendingPathComponent("snapclient\(instance).log").path,
-                       environment: sink.map { ["PULSE_SINK": $0] } ?? [:])
-        try waitUntil("snapclient \(instance)'s connection") { connections() > connectionsBefore }
-    }
-
-    private func connections() -> Int {
-        ((try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? "").components(separatedBy: "NewConnection").count - 1
+        let server = try SnapcastServer(directory: directory, bufferMilliseconds: bufferMilliseconds, codec: "pcm")
+        snapcast = server
+        try server.addRoom(1)
+        return server.fifo
     }
 
     /// An album of two songs cut at an odd frame, played through Snapcast: heard whole, from the
@@ -195,7 +131,7 @@ final class SnapcastOutputTests: XCTestCase {
         try engine.play()
         defer { engine.stop() }
         Thread.sleep(forTimeInterval: 2)
-        try startRoom(2, sink: "musickit_room2")  // joins 2 s in
+        try XCTUnwrap(snapcast).addRoom(2, sink: "musickit_room2")  // joins 2 s in
         events.waitForQueueFinished(timeout: 20)
         usleep(300_000)
 

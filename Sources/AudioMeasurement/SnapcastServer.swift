@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+
+/// A private Snapcast setup for the tests and the benchmarks (issue #46): snapserver with a pipe
+/// source at 44.1 kHz on loopback ports the kernel picked, and snapclients ("rooms") playing it
+/// into sinks of the PulseAudio server `PULSE_SERVER` names. Its processes are stopped by their
+/// own PIDs (`stop`, clients first); logs are beside the FIFO.
+public final class SnapcastServer {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The pipe source's FIFO, what `snapcast:FIFO` writes into.
+    public let fifo: String
+    /// snapserver's process.
+    public var pid: pid_t { server.processIdentifier }
+    private let folder: URL
+    private let streamPort: Int
+    private let log: String
+    private let pulseServer: String
+    private let server: Process
+    private var clients: [Process] = []
+
+    /// Whether snapserver and snapclient are installed (scripts/setup-system installs them).
+    public static var isInstalled: Bool {
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/snapserver")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/snapclient")
+    }
+
+    /// Starts snapserver in `directory` (with `bufferMilliseconds` of buffer and `codec` to its
+    /// clients, snapserver's defaults — 1,000 ms, FLAC — when nil) and waits for its FIFO.
+    public init(directory: URL, bufferMilliseconds: Int? = nil, codec: String? = nil) throws {
+        guard let pulseServer = ProcessInfo.processInfo.environment["PULSE_SERVER"] else {
+            throw Failure(description: "PULSE_SERVER is not set: the rooms play into that server's sinks")
+        }
+        self.pulseServer = pulseServer
+        folder = directory.appendingPathComponent("snapcast-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        fifo = folder.appendingPathComponent("fifo").path
+        log = folder.appendingPathComponent("snapserver.log").path
+        streamPort = try Self.freePort()
+        let controlPort = try Self.freePort()
+        server = try Self.launch(["/usr/bin/snapserver", "-c", "/dev/null", "--server.datadir=\(folder.path)", "--http.enabled=0",
+                                  "--tcp.port=\(controlPort)", "--tcp.bind_to_address=127.0.0.1",
+                                  "--stream.port=\(streamPort)", "--stream.bind_to_address=127.0.0.1",
+                                  "--stream.source=pipe://\(fifo)?name=default&sampleformat=44100:16:2&mode=create",
+                                  "--logging.filter=*:notice"]
+                                 + (bufferMilliseconds.map { ["--stream.buffer=\($0)"] } ?? []) + (codec.map { ["--stream.codec=\($0)"] } ?? []),
+                                 log: log)
+        do {
+            try Self.waitUntil("snapserver's FIFO at \(fifo)") { FileManager.default.fileExists(atPath: fifo) }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// Starts a snapclient as room `instance`, playing into `sink` (nil: the server's default
+    /// sink), and waits until snapserver has its connection.
+    public func addRoom(_ instance: Int, sink: String? = nil) throws {
+        let before = connections()
+        clients.append(try Self.launch(["/usr/bin/snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--instance", "\(instance)",
+                                        "--hostID", "room\(instance)", "--player", "pulse:server=\(pulseServer)"],
+                                       log: folder.appendingPathComponent("snapclient\(instance).log").path,
+                                       environment: sink.map { ["PULSE_SINK": $0] } ?? [:]))
+        try Self.waitUntil("snapclient \(instance)'s connection (\(log))") { connections() > before }
+    }
+
+    /// Stops the clients, then the server.
+    public func stop() {
+        for process in clients.reversed() + [server] where process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        clients = []
+    }
+
+    private func connections() -> Int {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "NewConnection").count - 1
+    }
+
+    private static func waitUntil(_ description: String, seconds: Double = 10, _ condition: () -> Bool) throws {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while !condition() {
+            guard Date() < deadline else { throw Failure(description: "timed out waiting for \(description)") }
+            usleep(10_000)
+        }
+    }
+
+    private static func launch(_ arguments: [String], log: String, environment: [String: String] = [:]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
+    /// A TCP port nothing listens on now (the kernel's pick for port 0).
+    private static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure(description: "no free port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
