@@ -189,9 +189,8 @@ public enum SharedMonitor {
         return try shared.withLock { shared in
             if let shared { return shared }
             // parec's latency, 2 ms unless MUSICKIT_TEST_MONITOR_LATENCY_MS says: on PipeWire a
-            // recorder's latency is also the whole graph's quantum (2 ms made it 64–128 frames,
-            // and 128-frame blocks were lost on this VM), so scripts/with-test-pipewire asks for 6
-            // (a quantum of 256 frames). It changes when a chunk arrives, not which frames.
+            // recorder's latency also sets when pipewire-pulse sends (scripts/with-test-pipewire
+            // says why it asks for 4). It changes when a chunk arrives, not which frames.
             let latency = ProcessInfo.processInfo.environment["MUSICKIT_TEST_MONITOR_LATENCY_MS"].flatMap { Int($0) } ?? 2
             let made = try MonitorRecorder(source: monitor, latencyMilliseconds: latency)
             made.warmUp()
