@@ -178,6 +178,7 @@ enum DaemonCommand {
     static let help = """
     usage: musickit daemon start|stop|status|logs
            musickit daemon device [NAME|--default]
+           musickit daemon mpd-port [PORT|--off]
 
     The system player's daemon, musickitd: one per user, started by the first client that needs
     it (SystemMusicPlayer, musickit play --system, musickit status...), or by its systemd user
@@ -193,6 +194,10 @@ enum DaemonCommand {
                --device` takes: pulseaudio:SINK, hw:0, snapcast:FIFO...) keep that one, with
                --default go back to the default; kept in musickitd.json beside the account,
                used from its next start (MUSICKIT_AUDIO_DEVICE in its environment comes first)
+      mpd-port print the TCP port it also serves MPD's protocol on, on 127.0.0.1 (off unless
+               set); with PORT (6600 is MPD's, where phone apps and Snapcast's meta_mpd.py
+               look) keep that one, with --off only the MPD socket; from its next start
+               (MUSICKIT_MPD_PORT in its environment comes first)
 
     exit codes:
     \(ExitCode.helpText)
@@ -200,8 +205,9 @@ enum DaemonCommand {
 
     static func run(_ arguments: [String]) -> ExitCode {
         if arguments.first == "device", arguments.count <= 2 { return device(arguments.dropFirst().first) }
+        if arguments.first == "mpd-port", arguments.count <= 2 { return mpdPort(arguments.dropFirst().first) }
         guard arguments.count == 1 else {
-            Console.error("musickit daemon: give one of start, stop, status, logs, device\n\n\(help)\n")
+            Console.error("musickit daemon: give one of start, stop, status, logs, device, mpd-port\n\n\(help)\n")
             return .usage
         }
         switch arguments[0] {
@@ -226,8 +232,11 @@ enum DaemonCommand {
                   log:        \(SystemMusicPlayer.daemonLogURL().path)
 
                 """
-            let device = "  device:     \(SystemPlayerSettings.load().settings.device ?? "the default") "
+            let settings = SystemPlayerSettings.load().settings
+            let device = "  device:     \(settings.device ?? "the default") "
                 + "(musickit daemon device; MUSICKIT_AUDIO_DEVICE at its start comes first)\n"
+                + "  MPD port:   \(settings.mpdPort.map { "127.0.0.1:\($0)" } ?? "off") "
+                + "(musickit daemon mpd-port; MUSICKIT_MPD_PORT at its start comes first)\n"
             guard let pid = SystemMusicPlayer.runningDaemonProcessID() else {
                 Console.out("musickitd does not run\n" + sockets + device)
                 return .failure
@@ -269,6 +278,31 @@ enum DaemonCommand {
         let running = SystemMusicPlayer.runningDaemonProcessID() != nil
         Console.out("musickitd plays on \(argument == "--default" ? "the default device" : argument) from its next start"
                     + (running ? " (it runs now: musickit daemon stop, then start)" : "") + "\n")
+        return .success
+    }
+
+    /// `musickit daemon mpd-port [PORT|--off]`.
+    private static func mpdPort(_ argument: String?) -> ExitCode {
+        guard let argument else {
+            let (settings, problem) = SystemPlayerSettings.load()
+            if let problem { Console.error("warning: \(problem)\n") }
+            Console.out(settings.mpdPort.map { "\($0)\n" } ?? "off (the MPD socket only)\n")
+            return .success
+        }
+        let port = UInt16(argument)
+        guard argument == "--off" || (port ?? 0) > 0 else {
+            Console.error("musickit daemon mpd-port: give a port (1-65535) or --off, not \(argument)\n\n\(help)\n")
+            return .usage
+        }
+        do {
+            try SystemPlayerSettings.update { $0.mpdPort = port }
+        } catch {
+            Console.error("musickit daemon mpd-port: \(errorMessage(error))\n")
+            return .failure
+        }
+        let running = SystemMusicPlayer.runningDaemonProcessID() != nil
+        Console.out((port.map { "musickitd serves MPD's protocol on 127.0.0.1:\($0)" } ?? "musickitd serves MPD's protocol on its socket only")
+                    + " from its next start" + (running ? " (it runs now: musickit daemon stop, then start)" : "") + "\n")
         return .success
     }
 }

@@ -40,8 +40,9 @@ let usage = """
     exits on SIGTERM or `musickit daemon stop`.
 
     It also speaks MPD's protocol on mpd.sock beside its socket, and, with --mpd-port PORT (or
-    MUSICKIT_MPD_PORT=PORT in its environment), on 127.0.0.1:PORT (6600 is MPD's port) for MPD
-    clients that only know TCP. Off by default: any local user can connect to a TCP port.
+    MUSICKIT_MPD_PORT=PORT in its environment, or `musickit daemon mpd-port PORT`), on
+    127.0.0.1:PORT (6600 is MPD's port) for MPD clients that only know TCP. Off by default: any
+    local user can connect to a TCP port.
 
     Exit codes: 0 stopped (or another musickitd already runs), 1 could not start, 2 wrong arguments.
     """
@@ -64,7 +65,10 @@ if let unknown = arguments.first {
     FileHandle.standardError.write(Data("musickitd: unknown argument \(unknown)\n\(usage)\n".utf8))
     exit(2)
 }
-var mpdPort: UInt16?
+// The settings of `musickit daemon device|mpd-port`, below its arguments and environment.
+let (settings, settingsProblem) = SystemPlayerSettings.load()
+if let settingsProblem { FileHandle.standardError.write(Data("musickitd: \(settingsProblem)\n".utf8)) }
+var mpdPort = settings.mpdPort
 if let mpdPortText {
     guard let port = UInt16(mpdPortText), port > 0 else {
         FileHandle.standardError.write(Data("musickitd: the MPD port must be 1-65535, got \(mpdPortText)\n\(usage)\n".utf8))
@@ -78,8 +82,6 @@ if let mpdPortText {
 setenv("MUSICKIT_AUTHORIZATION", "authorized", 1)
 // The device set with `musickit daemon device NAME`, unless the environment names one.
 if (ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"] ?? "").isEmpty {
-    let (settings, problem) = SystemPlayerSettings.load()
-    if let problem { FileHandle.standardError.write(Data("musickitd: \(problem)\n".utf8)) }
     if let device = settings.device, !device.isEmpty { setenv("MUSICKIT_AUDIO_DEVICE", device, 1) }
 }
 do {

@@ -554,6 +554,48 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try run(["daemon", "device", "--loud"], environment: environment).code, 2)
     }
 
+    /// `musickit daemon mpd-port PORT` is the loopback port musickitd also serves MPD's protocol
+    /// on from its next start (where phone apps and Snapcast's meta_mpd.py look); `--off` leaves
+    /// the socket only; anything but a port is a usage error.
+    func testTheDaemonsMPDPortIsKeptForItsNextStart() throws {
+        var environment = try isolatedEnvironment()
+        environment["MUSICKIT_RUNTIME_DIR"] = try temporaryDirectory().appendingPathComponent("runtime").path
+        environment["MUSICKIT_AUDIO_DEVICE"] = "null"
+        environment["MUSICKIT_MPD_PORT"] = ""  // none from the environment
+        XCTAssertTrue(try run(["daemon", "mpd-port"], environment: environment).out.hasPrefix("off"))
+        // A port nothing listens on now: the kernel's pick for port 0.
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
+        }
+        close(probe)
+        let port = String(UInt16(bigEndian: address.sin_port))
+        XCTAssertEqual(try run(["daemon", "mpd-port", port], environment: environment).out,
+                       "musickitd serves MPD's protocol on 127.0.0.1:\(port) from its next start\n")
+        XCTAssertEqual(try run(["daemon", "mpd-port"], environment: environment).out, "\(port)\n")
+
+        XCTAssertEqual(try run(["daemon", "start"], environment: environment).code, 0)
+        addTeardownBlock { [self] in _ = try? run(["daemon", "stop"], environment: environment) }
+        XCTAssertTrue(try run(["daemon", "status"], environment: environment).out.contains("MPD port:   127.0.0.1:\(port)"))
+        let status = try runTool("/usr/bin/mpc", ["-h", "127.0.0.1", "-p", port, "status"], environment: [:])
+        XCTAssertEqual(status.code, 0, "mpc reaches it on the port: \(status.out)")
+        XCTAssertTrue(try run(["daemon", "mpd-port", "--off"], environment: environment).out.contains("it runs now: musickit daemon stop, then start"))
+        XCTAssertEqual(try run(["daemon", "stop"], environment: environment).code, 0)
+        XCTAssertEqual(try run(["daemon", "start"], environment: environment).code, 0)
+        XCTAssertNotEqual(try runTool("/usr/bin/mpc", ["-h", "127.0.0.1", "-p", port, "status"], environment: [:]).code, 0,
+                          "off: nothing on the port")
+        XCTAssertEqual(try run(["daemon", "stop"], environment: environment).code, 0)
+
+        for wrong in ["0", "65536", "six", "--loud"] {
+            XCTAssertEqual(try run(["daemon", "mpd-port", wrong], environment: environment).code, 2, wrong)
+        }
+        XCTAssertTrue(try run(["daemon", "--help"], environment: environment).out.contains("mpd-port"))
+    }
+
     /// `library scan --loudness` measures the songs without ReplayGain tags, once: a second
     /// pass finds them known; a tagged one is never measured.
     func testAScanMeasuresTheLoudnessOfUntaggedSongsOnce() throws {

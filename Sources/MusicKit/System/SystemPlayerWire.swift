@@ -333,8 +333,14 @@ extension SystemPlayerWire {
 package struct SystemPlayerSettings: Codable, Equatable, Sendable {
     /// An engine device name (`snapcast:/tmp/snapfifo`, `pulseaudio:SINK`, `hw:0`…); nil: the default.
     package var device: String?
+    /// The loopback TCP port musickitd also serves MPD's protocol on (6600 is MPD's: phone apps,
+    /// Snapcast's meta_mpd.py); nil: the socket only.
+    package var mpdPort: UInt16?
 
-    package init(device: String? = nil) { self.device = device }
+    package init(device: String? = nil, mpdPort: UInt16? = nil) {
+        self.device = device
+        self.mpdPort = mpdPort
+    }
 
     static func file(_ environment: MusicKitEnvironment) -> SettingsFile<SystemPlayerSettings> {
         SettingsFile(url: environment.configDirectory.appendingPathComponent("musickitd.json"))
