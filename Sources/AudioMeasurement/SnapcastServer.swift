@@ -2,9 +2,10 @@ import Foundation
 import Glibc
 
 /// A private Snapcast setup for the tests and the benchmarks (issue #46): snapserver with a pipe
-/// source at 44.1 kHz on loopback ports the kernel picked, and snapclients ("rooms") playing it
-/// into sinks of the PulseAudio server `PULSE_SERVER` names. Its processes are stopped by their
-/// own PIDs (`stop`, clients first); logs are beside the FIFO.
+/// source at 44.1 kHz on loopback ports the kernel picked (its JSON-RPC control on
+/// `controlPort`, `request`), and snapclients ("rooms") playing it into sinks of the PulseAudio
+/// server `PULSE_SERVER` names. Its processes are stopped by their own PIDs (`stop`, clients
+/// first); logs are beside the FIFO.
 public final class SnapcastServer {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -14,10 +15,12 @@ public final class SnapcastServer {
     public let fifo: String
     /// snapserver's process.
     public var pid: pid_t { server.processIdentifier }
-    private let folder: URL
+    /// snapserver's JSON-RPC port (what Snapweb and the apps speak, over TCP here).
+    public let controlPort: Int
+    /// The folder of the FIFO and the logs.
+    public let folder: URL
     private let streamPort: Int
     private let log: String
-    private let pulseServer: String
     private let server: Process
     private var clients: [Process] = []
 
@@ -28,22 +31,21 @@ public final class SnapcastServer {
     }
 
     /// Starts snapserver in `directory` (with `bufferMilliseconds` of buffer and `codec` to its
-    /// clients, snapserver's defaults — 1,000 ms, FLAC — when nil) and waits for its FIFO.
-    public init(directory: URL, bufferMilliseconds: Int? = nil, codec: String? = nil) throws {
-        guard let pulseServer = ProcessInfo.processInfo.environment["PULSE_SERVER"] else {
-            throw Failure(description: "PULSE_SERVER is not set: the rooms play into that server's sinks")
-        }
-        self.pulseServer = pulseServer
+    /// clients, snapserver's defaults — 1,000 ms, FLAC — when nil; `controlScript`: the stream's
+    /// control script, an executable snapserver runs with `--stream=… --snapcast-port=…
+    /// --snapcast-host=…`) and waits for its FIFO.
+    public init(directory: URL, bufferMilliseconds: Int? = nil, codec: String? = nil, controlScript: String? = nil) throws {
         folder = directory.appendingPathComponent("snapcast-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         fifo = folder.appendingPathComponent("fifo").path
         log = folder.appendingPathComponent("snapserver.log").path
         streamPort = try Self.freePort()
-        let controlPort = try Self.freePort()
+        controlPort = try Self.freePort()
+        let script = controlScript.map { "&controlscript=\($0)" } ?? ""
         server = try Self.launch(["/usr/bin/snapserver", "-c", "/dev/null", "--server.datadir=\(folder.path)", "--http.enabled=0",
                                   "--tcp.port=\(controlPort)", "--tcp.bind_to_address=127.0.0.1",
                                   "--stream.port=\(streamPort)", "--stream.bind_to_address=127.0.0.1",
-                                  "--stream.source=pipe://\(fifo)?name=default&sampleformat=44100:16:2&mode=create",
+                                  "--stream.source=pipe://\(fifo)?name=default&sampleformat=44100:16:2&mode=create\(script)",
                                   "--logging.filter=*:notice"]
                                  + (bufferMilliseconds.map { ["--stream.buffer=\($0)"] } ?? []) + (codec.map { ["--stream.codec=\($0)"] } ?? []),
                                  log: log)
@@ -58,6 +60,9 @@ public final class SnapcastServer {
     /// Starts a snapclient as room `instance`, playing into `sink` (nil: the server's default
     /// sink), and waits until snapserver has its connection.
     public func addRoom(_ instance: Int, sink: String? = nil) throws {
+        guard let pulseServer = ProcessInfo.processInfo.environment["PULSE_SERVER"] else {
+            throw Failure(description: "PULSE_SERVER is not set: the rooms play into that server's sinks")
+        }
         let before = connections()
         clients.append(try Self.launch(["/usr/bin/snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--instance", "\(instance)",
                                         "--hostID", "room\(instance)", "--player", "pulse:server=\(pulseServer)"],
@@ -73,6 +78,45 @@ public final class SnapcastServer {
             process.waitUntilExit()
         }
         clients = []
+    }
+
+    /// One JSON-RPC request on a connection of its own: the `result` of its answer (an error
+    /// answer, or none in 5 s, throws).
+    public func request(_ method: String, _ parameters: [String: Any] = [:]) throws -> Any {
+        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(controlPort).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { throw Failure(description: "snapserver's control port \(controlPort): \(String(cString: strerror(errno)))") }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var message: [String: Any] = ["id": 1, "jsonrpc": "2.0", "method": method]
+        if !parameters.isEmpty { message["params"] = parameters }
+        let line = try JSONSerialization.data(withJSONObject: message) + Data("\r\n".utf8)
+        guard line.withUnsafeBytes({ send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else {
+            throw Failure(description: "\(method): the request was not sent")
+        }
+        // Notifications may come first: the answer is the line with the request's id.
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            while let end = received.firstIndex(of: UInt8(ascii: "\n")) {
+                let answer = received[received.startIndex..<end]
+                received = received[(end + 1)...]
+                guard let object = try? JSONSerialization.jsonObject(with: answer) as? [String: Any], object["id"] as? Int == 1 else { continue }
+                if let error = object["error"] { throw Failure(description: "\(method): \(error)") }
+                return object["result"] ?? NSNull()
+            }
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            guard count > 0 else { throw Failure(description: "\(method): no answer from snapserver (\(log))") }
+            received.append(contentsOf: buffer[0..<count])
+        }
     }
 
     private func connections() -> Int {

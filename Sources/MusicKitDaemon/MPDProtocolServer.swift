@@ -8,7 +8,7 @@ import Synchronization
 /// (`$XDG_RUNTIME_DIR/musickit/mpd.sock`; `MPD_HOST=<that path> mpc ...`), so that mpc,
 /// ncmpcpp and phone apps drive the system player.
 ///
-/// Commands: `status`, `currentsong`, `play [POS]`, `playid [ID]`, `pause [0|1]`, `stop`, `next`,
+/// Commands: `status`, `currentsong` (with `arturl`, see there), `play [POS]`, `playid [ID]`, `pause [0|1]`, `stop`, `next`,
 /// `previous`, `seek POS TIME`, `seekid ID TIME`, `seekcur [+|-]TIME`, `add URI`, `addid URI [POS]`,
 /// `clear`, `delete POS|START:END`, `deleteid ID`, `move FROM TO`, `playlistinfo [POS|START:END]`,
 /// `playlistid [ID]`, `plchanges VERSION`, `repeat`, `random`, `single` (see `setModes`), `consume` (0 only),
@@ -417,7 +417,11 @@ final class MPDProtocolServer: @unchecked Sendable {
         case "status": return status()
         case "currentsong":
             guard let entry = player.queue.currentEntry, let index = entries().firstIndex(of: entry) else { return "" }
-            return Self.describe(entry, position: index)
+            // `arturl`, not an MPD tag (its clients skip it): Snapcast's meta_mpd.py passes it on
+            // as the artwork of the rooms' clients, which load it over the network, so only a
+            // catalog's http(s) address; without one the script looks on MusicBrainz, as for MPD.
+            let art = entry.artworkAddress.flatMap { $0.isFileURL ? nil : "arturl: \($0.absoluteString)\n" }
+            return Self.describe(entry, position: index) + (art ?? "")
         case "play":
             if !args.isEmpty { try jump(to: try int(0)) }
             try playNow()

@@ -154,14 +154,7 @@ final class MPRISServer: @unchecked Sendable {
         } else {
             metadata["xesam:url"] = .string("musickit:\(resource.id)")
         }
-        if let art = entry.artwork?.url(width: 600, height: 600) {
-            // A bundled image is a PNG file of that size (in the artwork cache).
-            if art.isFileURL {
-                metadata["mpris:artUrl"] = .string(URL(fileURLWithPath: art.path).absoluteString)
-            } else if ["http", "https"].contains(art.scheme ?? "") {
-                metadata["mpris:artUrl"] = .string(art.absoluteString)
-            }
-        }
+        if let art = entry.artworkAddress { metadata["mpris:artUrl"] = .string(art.absoluteString) }
         return metadata
     }
 
@@ -431,5 +424,16 @@ final class MPRISServer: @unchecked Sendable {
         \(properties(playerProperties()))  </interface>
         </node>
         """
+    }
+}
+
+extension MusicPlayer.Queue.Entry {
+    /// Where another program can load the entry's artwork at 600×600: a file of the artwork
+    /// cache (a bundled image is a PNG of that size there) or the catalog's `http(s)` address;
+    /// nil when it has none.
+    var artworkAddress: URL? {
+        guard let art = artwork?.url(width: 600, height: 600) else { return nil }
+        if art.isFileURL { return URL(fileURLWithPath: art.path) }
+        return ["http", "https"].contains(art.scheme ?? "") ? art : nil
     }
 }
