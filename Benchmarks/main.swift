@@ -10,7 +10,8 @@ let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
                       [--protocol-cases N] [--cost-rounds N] [--cost-window SECONDS] [--output FILE]
 
-groups: cost, ttfa, skip, seek, volume, loudness, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers, catalog, library, and
+groups: cost, ttfa, skip, seek, volume, loudness, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers,
+catalog, library, snapcast (two rooms on Snapcast: sync over a minute, and `next`, musickitd beside MPD's fifo output), and
 fuzz (only when asked for: decoder fuzzing through `musickit probe`, then protocol fuzzing of musickitd's MPD
 socket, wire and MPRIS, on the test sink; exits 1 when a mutant crashed or hung, or the daemon stopped answering)
 cost: CPU, wake-ups and the sound server's CPU per second of steady playback, playing and paused, for musickit
@@ -131,7 +132,8 @@ if wants("catalog") {
 }
 
 let environment = ProcessInfo.processInfo.environment
-let realTimeGroups = ["cost", "ttfa", "skip", "seek", "volume", "loudness", "gap", "cpu", "load", "player", "preview", "system", "cli", "screens", "peers"]
+let realTimeGroups = ["cost", "ttfa", "skip", "seek", "volume", "loudness", "gap", "cpu", "load", "player", "preview", "system", "cli", "screens", "peers",
+                      "snapcast"]
 if realTimeGroups.contains(where: { wants($0) }) {
     guard let device = environment["MUSICKIT_TEST_PULSE_DEVICE"], let monitor = environment["MUSICKIT_TEST_PULSE_MONITOR"] else {
         progress("no PulseAudio test sink: run through scripts/bench (or scripts/with-test-sink)")
@@ -226,6 +228,11 @@ if realTimeGroups.contains(where: { wants($0) }) {
         progress("peers: gaps"); peers.gaps()
         progress("peers: mpv skip"); peers.mpvSkip(floor: floor)
         progress("peers: MPD"); try peers.mpd(floor: floor)
+    }
+    if wants("snapcast") {
+        progress("Snapcast: two rooms")
+        try SnapcastBenchmarks(musickit: musickit, mpd: PeerBenchmarks.installed("mpd"), pluginDevice: device, room1: recorder,
+                               fixtures: fixtures, report: report).run()
     }
     recorder.stop()
 

@@ -170,3 +170,48 @@ public struct Summary: Sendable {
         return sorted[position]
     }
 }
+
+extension MonitorRecorder {
+    /// The time (monotonic ns) at which frame `frame` of `chunk` was heard: the chunk's last
+    /// frame arrived with it, the frames before it one sample period apart.
+    public func time(ofFrame frame: Int, in chunk: Chunk) -> Double {
+        Double(chunk.arrivalNanoseconds) - Double(chunk.samples.count / 2 - 1 - frame) * 1e9 / Double(sampleRate)
+    }
+
+    /// When each click after `nanoseconds` was heard (monotonic ns): its first frame louder than
+    /// `threshold`; louder frames within 50 ms of a click belong to it.
+    public func clickTimes(after nanoseconds: UInt64, threshold: Int16 = 12_000) -> [Double] {
+        var times: [Double] = []
+        for chunk in chunks(arrivedAfter: nanoseconds) {
+            for frame in 0..<(chunk.samples.count / 2) where abs(Int(chunk.samples[frame * 2])) > Int(threshold) {
+                let time = time(ofFrame: frame, in: chunk)
+                if let last = times.last, time - last < 50e6 { continue }
+                times.append(time)
+            }
+        }
+        return times
+    }
+
+    /// When the sound first turned loud (a frame above 1,000) or quiet (the first of 20 frames
+    /// below 50: a tone passes zero in a frame) after `nanoseconds`, in ms after it.
+    public func levelChange(after nanoseconds: UInt64, toLoud loud: Bool) -> Double? {
+        for chunk in chunks(arrivedAfter: nanoseconds) {
+            let frames = chunk.samples.count / 2
+            func level(_ frame: Int) -> Int { abs(Int(chunk.samples[frame * 2])) }
+            let matching = (0..<frames).first { frame in
+                loud ? level(frame) > 1_000 : frame + 20 <= frames && (frame..<frame + 20).allSatisfy { level($0) < 50 }
+            }
+            if let frame = matching { return (time(ofFrame: frame, in: chunk) - Double(nanoseconds)) / 1e6 }
+        }
+        return nil
+    }
+
+    /// Each of `times` against the nearest of `reference` (both monotonic ns), in ms (later is
+    /// positive); times with none within 100 ms are left out.
+    public static func offsets(_ times: [Double], against reference: [Double]) -> [Double] {
+        times.compactMap { time in
+            guard let nearest = reference.min(by: { abs($0 - time) < abs($1 - time) }), abs(nearest - time) < 100e6 else { return nil }
+            return (time - nearest) / 1e6
+        }
+    }
+}

@@ -9,6 +9,8 @@ import Glibc
 public final class SnapcastServer {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+
+        public init(description: String) { self.description = description }
     }
 
     /// The pipe source's FIFO, what `snapcast:FIFO` writes into.
@@ -22,7 +24,7 @@ public final class SnapcastServer {
     private let streamPort: Int
     private let log: String
     private let server: Process
-    private var clients: [Process] = []
+    private var clients: [Int: Process] = [:]
 
     /// Whether snapserver and snapclient are installed (scripts/setup-system installs them).
     public static var isInstalled: Bool {
@@ -64,20 +66,27 @@ public final class SnapcastServer {
             throw Failure(description: "PULSE_SERVER is not set: the rooms play into that server's sinks")
         }
         let before = connections()
-        clients.append(try Self.launch(["/usr/bin/snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--instance", "\(instance)",
+        clients[instance] = (try Self.launch(["/usr/bin/snapclient", "-h", "127.0.0.1", "-p", "\(streamPort)", "--instance", "\(instance)",
                                         "--hostID", "room\(instance)", "--player", "pulse:server=\(pulseServer)"],
                                        log: folder.appendingPathComponent("snapclient\(instance).log").path,
                                        environment: sink.map { ["PULSE_SINK": $0] } ?? [:]))
         try Self.waitUntil("snapclient \(instance)'s connection (\(log))") { connections() > before }
     }
 
+    /// Stops room `instance`'s snapclient, as when its machine goes away.
+    public func removeRoom(_ instance: Int) {
+        guard let client = clients.removeValue(forKey: instance), client.isRunning else { return }
+        client.terminate()
+        client.waitUntilExit()
+    }
+
     /// Stops the clients, then the server.
     public func stop() {
-        for process in clients.reversed() + [server] where process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        for instance in clients.keys.sorted(by: >) { removeRoom(instance) }
+        if server.isRunning {
+            server.terminate()
+            server.waitUntilExit()
         }
-        clients = []
     }
 
     /// One JSON-RPC request on a connection of its own: the `result` of its answer (an error

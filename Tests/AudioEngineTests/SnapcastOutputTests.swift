@@ -99,11 +99,12 @@ final class SnapcastOutputTests: XCTestCase {
     }
 
     /// Two rooms — two snapclients playing into two sinks of the test server, the second joining
-    /// while the song plays — hear it at the same moments: the clicks of a click track reach
+    /// while the song plays and going away before it ends, the first playing on — hear it at the
+    /// same moments: the clicks of a click track reach
     /// both sinks' monitors within 2 ms of each other, as a median from 1 s after the second
     /// room joined (times from each recorder's chunk arrivals, the same 2 ms recorder on both,
     /// so their own latency cancels, but not their scheduling).
-    func testTwoRoomsHearTheSongInSyncAlsoOneThatJoinsLate() throws {
+    func testTwoRoomsHearTheSongInSyncOneJoiningLateAndLeavingEarly() throws {
         let fifo = try startSnapcast(bufferMilliseconds: 300)
         let environment = ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""]
         let (loaded, module) = try runTool("/usr/bin/pactl", ["load-module", "module-null-sink", "sink_name=musickit_room2",
@@ -132,32 +133,19 @@ final class SnapcastOutputTests: XCTestCase {
         defer { engine.stop() }
         Thread.sleep(forTimeInterval: 2)
         try XCTUnwrap(snapcast).addRoom(2, sink: "musickit_room2")  // joins 2 s in
+        Thread.sleep(forTimeInterval: 4)
+        let left = monotonicNanoseconds()
+        try XCTUnwrap(snapcast).removeRoom(2)  // its machine goes away 6 s in
         events.waitForQueueFinished(timeout: 20)
         usleep(300_000)
 
-        /// The times (monotonic ns) at which a recorder heard clicks: a chunk's last frame
-        /// arrived with it, the frames before it 1/44,100 s apart.
-        func clickTimes(_ recorder: MonitorRecorder) -> [Double] {
-            var times: [Double] = []
-            for chunk in recorder.chunks(arrivedAfter: call) {
-                let frames = chunk.samples.count / 2
-                for frame in 0..<frames where abs(Int(chunk.samples[frame * 2])) > 12_000 {
-                    let time = Double(chunk.arrivalNanoseconds) - Double(frames - 1 - frame) * 1e9 / Double(rate)
-                    if let last = times.last, time - last < 50e6 { continue }  // the same click
-                    times.append(time)
-                }
-            }
-            return times
-        }
-        let heard1 = clickTimes(room1), heard2 = clickTimes(room2)
-        XCTAssertEqual(heard1.count, clicks.count, "room 1 heard every click")
-        XCTAssertGreaterThan(heard2.count, clicks.count / 2, "room 2 heard the clicks after it joined")
+        let heard1 = room1.clickTimes(after: call), heard2 = room2.clickTimes(after: call)
+        XCTAssertEqual(heard1.count, clicks.count, "room 1 heard every click, also after room 2 went away")
+        XCTAssertFalse(heard2.contains { $0 > Double(left) + 500e6 }, "room 2 went quiet when it went away")
+        XCTAssertGreaterThan(heard2.count, 10, "room 2 heard the clicks while it was there (~4 s, 16 clicks)")
         // Each of room 2's clicks against room 1's nearest, from 1 s after it joined.
         let joined = Double(call) + 3e9
-        let offsets = heard2.filter { $0 > joined }.compactMap { time -> Double? in
-            guard let nearest = heard1.min(by: { abs($0 - time) < abs($1 - time) }), abs(nearest - time) < 100e6 else { return nil }
-            return (time - nearest) / 1e6
-        }
+        let offsets = MonitorRecorder.offsets(heard2.filter { $0 > joined }, against: heard1)
         XCTAssertGreaterThan(offsets.count, 10, "clicks heard in both rooms: \(offsets)")
         let sorted = offsets.map(abs).sorted()
         let median = sorted[sorted.count / 2], largest = sorted.last ?? .infinity
@@ -185,31 +173,14 @@ final class SnapcastOutputTests: XCTestCase {
         defer { engine.stop() }
         Thread.sleep(forTimeInterval: 1.5)
 
-        /// When the room was first loud (or quiet) after `since`, in ms after it.
-        func heard(after since: UInt64, loud: Bool) -> Double? {
-            for chunk in recorder.chunks(arrivedAfter: since) {
-                let frames = chunk.samples.count / 2
-                func level(_ frame: Int) -> Int { abs(Int(chunk.samples[frame * 2])) }
-                // Loud: a frame above 1,000. Quiet: the first of 20 frames below 50 (the tone
-                // passes zero in a frame).
-                let matching = (0..<frames).first { frame in
-                    loud ? level(frame) > 1_000 : frame + 20 <= frames && (frame..<frame + 20).allSatisfy { level($0) < 50 }
-                }
-                if let frame = matching {
-                    let time = Double(chunk.arrivalNanoseconds) - Double(frames - 1 - frame) * 1e9 / 44_100
-                    return (time - Double(since)) / 1e6
-                }
-            }
-            return nil
-        }
         let skip = monotonicNanoseconds()
         engine.skipToNextEntry()
         Thread.sleep(forTimeInterval: 1)
-        let skipHeard = try XCTUnwrap(heard(after: skip, loud: true), "the next song was heard")
+        let skipHeard = try XCTUnwrap(recorder.levelChange(after: skip, toLoud: true), "the next song was heard")
         let pause = monotonicNanoseconds()
         engine.pause()
         Thread.sleep(forTimeInterval: 1)
-        let pauseHeard = try XCTUnwrap(heard(after: pause, loud: false), "the pause was heard")
+        let pauseHeard = try XCTUnwrap(recorder.levelChange(after: pause, toLoud: false), "the pause was heard")
         // Snapcast's 300 ms, plus at most the pipe's ~93 ms and the engine's turn.
         for (what, milliseconds) in [("skip", skipHeard), ("pause", pauseHeard)] {
             XCTAssertGreaterThan(milliseconds, 280, "\(what): not before Snapcast's buffer")
