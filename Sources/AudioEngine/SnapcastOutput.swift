@@ -4,7 +4,10 @@ import Glibc
 // Snapcast (multi-room audio: a server that timestamps a stream, clients in every room that play
 // it in sync) as an output: `snapcast:PATH[?rate=HZ&buffer=MS]` writes 16-bit stereo PCM into
 // the FIFO that snapserver's pipe source reads (`source = pipe:///PATH?name=…&sampleformat=HZ:16:2`),
-// as MPD's and Mopidy's Snapcast setups do. TCP sources are not offered (yet): see issue #46.
+// as MPD's and Mopidy's Snapcast setups do. Not its TCP source: there what snapserver has taken
+// into its socket's receive buffer (up to hundreds of KiB, sized by the kernel on its side) is
+// neither visible to the engine nor taken back, so an entry would be announced, and a skip heard,
+// that much late; snapserver runs beside the player and its clients reach it across the network.
 
 /// Snapcast's pipe source, paced by the server: snapserver reads the FIFO a chunk (20 ms) at a
 /// time in real time, so the engine writes as the pipe has room. The pipe is kept small (16 KiB,
@@ -90,7 +93,9 @@ final class SnapcastPipeOutput: AudioOutput, @unchecked Sendable {
             throw .other(device: name, message: "\(path): \(String(cString: strerror(errno)))")
         }
         descriptor = opened
-        // As small as useful: what the pipe holds plays even after a skip.
+        // As small as useful, since what the pipe holds plays even after a skip. Not 8 KiB: the
+        // skip then came 7 ms after MPD's instead of ~50, but the pipe ran dry in one of three
+        // album runs (the engine's refill of half of it is then due within one 20 ms chunk).
         _ = fcntl(opened, musickit_F_SETPIPE_SZ, Int32(16_384))
         let size = fcntl(opened, musickit_F_GETPIPE_SZ)
         pipeBytes = size > 0 ? Int(size) : 65_536
