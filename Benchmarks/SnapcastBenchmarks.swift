@@ -22,7 +22,6 @@ struct SnapcastBenchmarks {
 
     private static let rate = 44_100
     private static let bufferMilliseconds = 1_000
-    private static let secondSink = "musickit_room2"
 
     /// The commands one subject is driven by.
     private struct Subject {
@@ -39,19 +38,15 @@ struct SnapcastBenchmarks {
             progress("  snapcast: skipped (snapserver and snapclient: scripts/setup-system installs them)")
             return
         }
-        let environment = ProcessInfo.processInfo.environment
-        let pulse = ["PULSE_SERVER": environment["PULSE_SERVER"] ?? ""]
-        let loaded = try runTool("/usr/bin/pactl", ["load-module", "module-null-sink", "sink_name=\(Self.secondSink)",
-                                                    "rate=\(Self.rate)", "channels=2"], environment: pulse)
-        guard loaded.code == 0 else { throw SnapcastServer.Failure(description: "pactl load-module: \(loaded.out)") }
-        defer { _ = try? runTool("/usr/bin/pactl", ["unload-module", loaded.out.trimmingCharacters(in: .whitespacesAndNewlines)], environment: pulse) }
-        let room2 = try MonitorRecorder(source: "\(Self.secondSink).monitor", latencyMilliseconds: 2)
+        let sink2 = try LoadedNullSink(name: "musickit_room2", sampleRate: Self.rate)
+        defer { sink2.unload() }
+        let room2 = try MonitorRecorder(source: sink2.monitor, latencyMilliseconds: 2)
         defer { room2.stop() }
         room2.warmUp(seconds: 0.5)
         let snapcast = try SnapcastServer(directory: fixtures.directory)
         defer { snapcast.stop() }
         try snapcast.addRoom(1)
-        try snapcast.addRoom(2, sink: Self.secondSink)
+        try snapcast.addRoom(2, sink: sink2.name)
 
         // A minute of clicks; silent and loud (a sweep) songs in turn for the skips.
         var clicks = [Float](repeating: 0, count: Self.rate * 60 * 2)

@@ -9,8 +9,6 @@ import Glibc
 public final class SnapcastServer {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
-
-        public init(description: String) { self.description = description }
     }
 
     /// The pipe source's FIFO, what `snapcast:FIFO` writes into.
@@ -41,8 +39,8 @@ public final class SnapcastServer {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         fifo = folder.appendingPathComponent("fifo").path
         log = folder.appendingPathComponent("snapserver.log").path
-        streamPort = try Self.freePort()
-        controlPort = try Self.freePort()
+        streamPort = try freeLoopbackPort()
+        controlPort = try freeLoopbackPort()
         let script = controlScript.map { "&controlscript=\($0)" } ?? ""
         server = try Self.launch(["/usr/bin/snapserver", "-c", "/dev/null", "--server.datadir=\(folder.path)", "--http.enabled=0",
                                   "--tcp.port=\(controlPort)", "--tcp.bind_to_address=127.0.0.1",
@@ -92,17 +90,8 @@ public final class SnapcastServer {
     /// One JSON-RPC request on a connection of its own: the `result` of its answer (an error
     /// answer, or none in 5 s, throws).
     public func request(_ method: String, _ parameters: [String: Any] = [:]) throws -> Any {
-        let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        let descriptor = try connectLoopback(port: controlPort)
         defer { Glibc.close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(controlPort).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { throw Failure(description: "snapserver's control port \(controlPort): \(String(cString: strerror(errno)))") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var message: [String: Any] = ["id": 1, "jsonrpc": "2.0", "method": method]
@@ -151,20 +140,5 @@ public final class SnapcastServer {
         process.standardError = handle
         try process.run()
         return process
-    }
-
-    /// A TCP port nothing listens on now (the kernel's pick for port 0).
-    private static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Glibc.close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
-        }
-        guard bound else { throw Failure(description: "no free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -118,15 +118,12 @@ final class PulseAudioSpareStreamTests: XCTestCase {
         XCTAssertEqual(try runTool("/usr/bin/pactl", ["set-sink-input-mute", "\(streams[1].index)", "0"], environment: environment).code, 0)
         try PulseSinkInput.waitFor("both unmuted, from the other") { $0.count == 2 && $0.allSatisfy { !$0.mute && $0.volume == 26_214 } }
 
-        let (loaded, module) = try runTool("/usr/bin/pactl", ["load-module", "module-null-sink", "sink_name=musickit_test_other"],
-                                           environment: environment)
-        XCTAssertEqual(loaded, 0, module)
-        defer { _ = try? runTool("/usr/bin/pactl", ["unload-module", module.trimmingCharacters(in: .whitespacesAndNewlines)],
-                                 environment: environment) }
-        let otherRecorder = try MonitorRecorder(source: "musickit_test_other.monitor", latencyMilliseconds: 2)
+        let other = try LoadedNullSink(name: "musickit_test_other")
+        defer { other.unload() }
+        let otherRecorder = try MonitorRecorder(source: other.monitor, latencyMilliseconds: 2)
         defer { otherRecorder.stop() }
         otherRecorder.warmUp(seconds: 0.2)
-        XCTAssertEqual(try runTool("/usr/bin/pactl", ["move-sink-input", "\(streams[1].index)", "musickit_test_other"],
+        XCTAssertEqual(try runTool("/usr/bin/pactl", ["move-sink-input", "\(streams[1].index)", other.name],
                                    environment: environment).code, 0)
         try PulseSinkInput.waitFor("both moved") { $0.count == 2 && $0[0].sink == $0[1].sink && $0[0].sink != streams[0].sink }
         XCTAssertEqual(engine.statistics.underruns, 0, "before the skip")

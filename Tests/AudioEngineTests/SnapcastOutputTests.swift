@@ -106,14 +106,10 @@ final class SnapcastOutputTests: XCTestCase {
     /// so their own latency cancels, but not their scheduling).
     func testTwoRoomsHearTheSongInSyncOneJoiningLateAndLeavingEarly() throws {
         let fifo = try startSnapcast(bufferMilliseconds: 300)
-        let environment = ["PULSE_SERVER": ProcessInfo.processInfo.environment["PULSE_SERVER"] ?? ""]
-        let (loaded, module) = try runTool("/usr/bin/pactl", ["load-module", "module-null-sink", "sink_name=musickit_room2",
-                                                              "rate=44100", "channels=2"], environment: environment)
-        XCTAssertEqual(loaded, 0, module)
-        defer { _ = try? runTool("/usr/bin/pactl", ["unload-module", module.trimmingCharacters(in: .whitespacesAndNewlines)],
-                                 environment: environment) }
+        let sink2 = try LoadedNullSink(name: "musickit_room2", sampleRate: 44_100)
+        defer { sink2.unload() }
         let room1 = try SharedMonitor.recorder()
-        let room2 = try MonitorRecorder(source: "musickit_room2.monitor", latencyMilliseconds: 2)
+        let room2 = try MonitorRecorder(source: sink2.monitor, latencyMilliseconds: 2)
         defer { room2.stop() }
         room2.warmUp(seconds: 0.5)
 
@@ -132,7 +128,7 @@ final class SnapcastOutputTests: XCTestCase {
         try engine.play()
         defer { engine.stop() }
         Thread.sleep(forTimeInterval: 2)
-        try XCTUnwrap(snapcast).addRoom(2, sink: "musickit_room2")  // joins 2 s in
+        try XCTUnwrap(snapcast).addRoom(2, sink: sink2.name)  // joins 2 s in
         Thread.sleep(forTimeInterval: 4)
         let left = monotonicNanoseconds()
         try XCTUnwrap(snapcast).removeRoom(2)  // its machine goes away 6 s in

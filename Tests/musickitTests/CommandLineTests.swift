@@ -563,17 +563,7 @@ final class CommandLineTests: XCTestCase {
         environment["MUSICKIT_AUDIO_DEVICE"] = "null"
         environment["MUSICKIT_MPD_PORT"] = ""  // none from the environment
         XCTAssertTrue(try run(["daemon", "mpd-port"], environment: environment).out.hasPrefix("off"))
-        // A port nothing listens on now: the kernel's pick for port 0.
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
-        }
-        close(probe)
-        let port = String(UInt16(bigEndian: address.sin_port))
+        let port = String(try freeLoopbackPort())
         XCTAssertEqual(try run(["daemon", "mpd-port", port], environment: environment).out,
                        "musickitd serves MPD's protocol on 127.0.0.1:\(port) from its next start\n")
         XCTAssertEqual(try run(["daemon", "mpd-port"], environment: environment).out, "\(port)\n")
