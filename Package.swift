@@ -1,8 +1,9 @@
 // swift-tools-version: 6.0
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
-// musickit, musickitd -> MusicKit -> AudioEngine -> CALSA / CSndFile / CMPG123 / CFFmpeg / CSoxr / CEbur128 / CPulse; MusicKit -> CSQLite / COpenSSL / CPNG;
-// musickitd -> MusicKitDaemon -> MusicKit, CSystemd; musickit -> MusicKitTerminal -> MusicKit.
+// apps -> MusicKit -> MusicKitCore, FoundationNetworking; musickit, musickitd -> MusicKitCore;
+// MusicKitCore -> AudioEngine -> CALSA / CSndFile / CMPG123 / CFFmpeg / CSoxr / CEbur128 / CPulse; MusicKitCore -> CSQLite / COpenSSL / CPNG;
+// musickitd -> MusicKitDaemon -> MusicKitCore, CSystemd; musickit -> MusicKitTerminal -> MusicKitCore.
 import PackageDescription
 
 let package = Package(
@@ -41,7 +42,7 @@ let package = Package(
         // Linux calls that Swift's Glibc module does not export (eventfd, thread names).
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         // SQLite's header (libsqlite3-dev). Not linked: opened when the first database is
-        // (Sources/MusicKit/Store/SQLite.swift), so that a command that opens none, such as
+        // (Sources/MusicKitCore/Store/SQLite.swift), so that a command that opens none, such as
         // `musickit next`, does not load it at start (~0.2 ms).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         // sd-bus's header, for MPRIS on the session bus (libsystemd-dev). Not linked: musickitd
@@ -49,10 +50,10 @@ let package = Package(
         .systemLibrary(name: "CSystemd", path: "Sources/CSystemd"),
         // OpenSSL's headers, for signing developer tokens and for TLS (libssl-dev). Not linked:
         // libcrypto is opened when a token is first signed, libssl at the first HTTPS request
-        // (Sources/MusicKit/Support/OpenSSL.swift).
+        // (Sources/MusicKitCore/Support/OpenSSL.swift).
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // libpng's header, for artwork (libpng-dev). Not linked: opened when an image is first
-        // read or scaled (Sources/MusicKit/Support/PNG.swift).
+        // read or scaled (Sources/MusicKitCore/Support/PNG.swift).
         .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
 
         .target(
@@ -67,9 +68,18 @@ let package = Package(
                 .define("MUSICKIT_CHECKS_NO_LOCKS", .when(configuration: .release)),
             ]
         ),
+        // Everything of MusicKit but Foundation's URL-loading types: the module the CLI and
+        // musickitd link, so that their starts do not load FoundationNetworking (libcurl and
+        // ~25 more libraries).
+        .target(
+            name: "MusicKitCore",
+            dependencies: ["AudioEngine", "CSQLite", "COpenSSL", "CPNG"]
+        ),
+        // What apps import: MusicKitCore re-exported, with `MusicDataRequest(urlRequest:)` and
+        // `MusicDataResponse.urlResponse` in Foundation's types, as on Apple platforms.
         .target(
             name: "MusicKit",
-            dependencies: ["AudioEngine", "CSQLite", "COpenSSL", "CPNG"]
+            dependencies: ["MusicKitCore"]
         ),
         // MusicKit's screens for a terminal: the music picker, the subscription offer, artwork
         // drawn as text (libchafa) and the full-screen terminal they draw on. What SwiftUI is to
@@ -77,14 +87,14 @@ let package = Package(
         // nothing on a terminal gets no terminal code and no signal handlers.
         .target(
             name: "MusicKitTerminal",
-            dependencies: ["MusicKit", "AudioEngine"]
+            dependencies: ["MusicKitCore", "AudioEngine"]
         ),
         // The system player's service, as musickitd runs it: its own protocol, MPD's and MPRIS
         // (sd-bus) on one player. Not part of what apps link (Apple's system player is a
         // service outside the app's framework too); SystemMusicPlayer, its client, is MusicKit's.
         .target(
             name: "MusicKitDaemon",
-            dependencies: ["MusicKit", "AudioEngine", "CSystemd"]
+            dependencies: ["MusicKitCore", "AudioEngine", "CSystemd"]
         ),
         // Work done at process start, before the Swift runtime starts: the transport commands'
         // request (`musickit next` as soon as `mpc next`, Sources/CEarlyRequest/EarlyRequest.c)
@@ -92,11 +102,11 @@ let package = Package(
         .target(name: "CEarlyRequest"),
         .executableTarget(
             name: "musickit",
-            dependencies: ["MusicKit", "MusicKitTerminal", "AudioEngine", "CEarlyRequest"]
+            dependencies: ["MusicKitCore", "MusicKitTerminal", "AudioEngine", "CEarlyRequest"]
         ),
         .executableTarget(
             name: "musickitd",
-            dependencies: ["MusicKitDaemon", "MusicKit"]
+            dependencies: ["MusicKitDaemon", "MusicKitCore"]
         ),
         // The talk's workout app for a terminal, written against MusicKit's public API only.
         .executableTarget(
@@ -106,7 +116,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit", "CLinux"],
+            dependencies: ["AudioEngine", "AudioMeasurement", "MusicKitCore", "CLinux"],
             path: "Benchmarks",
             exclude: ["RESULTS.md", "CATALOG-RESULTS.md", "LIBRARY-RESULTS.md"]
         ),
@@ -120,21 +130,21 @@ let package = Package(
         // Counts malloc/free per thread by interposing the allocator in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
         // Test signals, audio files, capture devices and the test sink's settings, for the tests.
-        .target(name: "AudioTestSupport", dependencies: ["AudioEngine", "AudioMeasurement", "MusicKit"], path: "Tests/AudioTestSupport"),
+        .target(name: "AudioTestSupport", dependencies: ["AudioEngine", "AudioMeasurement", "MusicKitCore"], path: "Tests/AudioTestSupport"),
         .testTarget(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement", "AudioTestSupport"]
         ),
         .testTarget(
             name: "MusicKitTests",
-            dependencies: ["MusicKit", "MusicKitDaemon", "MusicKitTerminal", "musickit", "WorkoutApp", "AudioEngine",
+            dependencies: ["MusicKit", "MusicKitCore", "MusicKitDaemon", "MusicKitTerminal", "musickit", "WorkoutApp", "AudioEngine",
                            "AudioMeasurement", "AudioTestSupport"],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "musickitTests",
-            dependencies: ["musickit", "CEarlyRequest", "MusicKit", "MusicKitTerminal", "AudioEngine", "AudioMeasurement",
+            dependencies: ["musickit", "CEarlyRequest", "MusicKitCore", "MusicKitTerminal", "AudioEngine", "AudioMeasurement",
                            "AudioTestSupport"]
         ),
     ]

@@ -1,7 +1,7 @@
 import AudioEngine
 import AudioMeasurement
 import Foundation
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// A generated catalog of many songs: import time, search latency (median and p95 over fixed

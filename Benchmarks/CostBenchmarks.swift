@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// What steady playback costs, measured from outside as `top` would: over a window of a minute
 /// of music, the CPU time of all the player's threads, their wake-ups (context switches), and

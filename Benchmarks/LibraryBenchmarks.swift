@@ -1,7 +1,7 @@
 import AudioEngine
 import AudioMeasurement
 import Foundation
-import MusicKit
+import MusicKitCore
 
 /// A library folder of generated files: the first scan, a rescan with nothing changed, and
 /// `MusicLibraryRequest` latency over it.

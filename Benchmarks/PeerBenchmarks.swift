@@ -1,7 +1,7 @@
 import AudioEngine
 import AudioMeasurement
 import Foundation
-import MusicKit
+import MusicKitCore
 
 /// Other players through the same sink, in the same run: `aplay`, and when installed `mpv`
 /// and MPD (through `mpc` and through its protocol on an open connection). Each is timed

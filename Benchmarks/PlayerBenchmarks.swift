@@ -3,7 +3,7 @@ import AudioMeasurement
 import Foundation
 import CLinux
 import Glibc
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// `ApplicationMusicPlayer` measured like the engine (same sink, same recorder, same run), so

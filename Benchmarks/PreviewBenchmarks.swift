@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// A catalog song whose preview is on the network: `scripts/http-file-server.py` serves an
 /// AAC `.m4a` (made from the sweep by ffmpeg, its index first as previews have it) and answers

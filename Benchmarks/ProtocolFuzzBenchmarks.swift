@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// Fuzzing musickitd's three doors: MPD command lines (its socket), the system player's own
 /// wire (framed JSON) and MPRIS calls (`busctl` on a private session bus). Each case is built by

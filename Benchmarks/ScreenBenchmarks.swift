@@ -3,7 +3,7 @@ import AudioMeasurement
 import CLinux
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// The terminal screens' response to a key, as a person feels it: a key written to the screen's
 /// terminal (a pseudo-terminal the benchmark holds) until the redrawn screen's bytes that show

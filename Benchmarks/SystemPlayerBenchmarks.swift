@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// The system player through its daemon, measured like the in-process player (same sink, same

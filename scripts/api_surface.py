@@ -80,7 +80,8 @@ def additions(directory, apple_paths):
     whether the doc comment says "(Linux addition)". Overrides, synthesized members and members
     that conformances bring are not additions."""
     found = []
-    for path in glob.glob(os.path.join(directory, "**", "MusicKit.symbols.json"), recursive=True):
+    for path in [p for name in ("MusicKit", "MusicKitCore")
+                 for p in glob.glob(os.path.join(directory, "**", f"{name}.symbols.json"), recursive=True)]:
         with open(path, encoding="utf-8") as handle:
             graph = json.load(handle)
         overrides = {r["source"] for r in graph.get("relationships", []) if r["kind"] == "overrides"}

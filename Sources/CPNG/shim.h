@@ -1,4 +1,4 @@
-// libpng's header (Debian: libpng-dev), for artwork. Not linked: Sources/MusicKit/Support/PNG.swift
+// libpng's header (Debian: libpng-dev), for artwork. Not linked: Sources/MusicKitCore/Support/PNG.swift
 // (the only file that imports this module) opens libpng16.so.16 when an image is first read.
 #ifndef MUSICKIT_CPNG_SHIM_H
 #define MUSICKIT_CPNG_SHIM_H

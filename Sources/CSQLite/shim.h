@@ -1,4 +1,4 @@
-// SQLite's header (Debian: libsqlite3-dev). Only Sources/MusicKit/Store/SQLite.swift imports this
+// SQLite's header (Debian: libsqlite3-dev). Only Sources/MusicKitCore/Store/SQLite.swift imports this
 // module; libsqlite3 itself is opened there when the first database is (not linked).
 #ifndef MUSICKIT_CSQLITE_SHIM_H
 #define MUSICKIT_CSQLITE_SHIM_H

@@ -1,6 +1,6 @@
 import AudioEngine
 import Glibc
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// Threads that wait in `accept` before their connection arrives, so that a new client's first

@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// The daemon's requests that change the player (a play, a skip, a queue edit), one at a time

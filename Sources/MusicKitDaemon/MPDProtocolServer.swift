@@ -1,7 +1,7 @@
 import AudioEngine
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// MPD's client protocol, a documented subset, served by musickitd on a Unix socket

@@ -1,7 +1,7 @@
 import AudioEngine
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// MPRIS 2 on the session bus (`org.mpris.MediaPlayer2.musickit`), served by musickitd, so that
 /// the desktop's media keys, its panels and `playerctl` drive the system player.

@@ -1,7 +1,7 @@
 import AudioEngine
 import CSystemd
 import Glibc
-import MusicKit
+import MusicKitCore
 
 // The wrapper of libsystemd's sd-bus (the only file that imports CSystemd): a connection to the
 // session bus that serves objects, replies to their method calls and emits signals, with the

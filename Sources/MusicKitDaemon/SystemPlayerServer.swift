@@ -1,7 +1,7 @@
 import AudioEngine
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// The system player's daemon (`musickitd`): one `ApplicationMusicPlayer` that every process of

@@ -1,4 +1,4 @@
-import MusicKit
+import MusicKitCore
 
 extension Artwork {
     /// The artwork drawn for a terminal: `rows` lines of block symbols `columns` cells wide,

@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 
 // The wrapper of libchafa (Debian: libchafa0): images drawn as terminal text, or as pixels for
 // terminals that show them (kitty's protocol, iTerm2's, sixels). libchafa.so.0 (and

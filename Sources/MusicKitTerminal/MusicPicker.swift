@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 import Synchronization
 
 /// A music picker for terminal apps: the Linux counterpart of SwiftUI's `musicPicker` modifier,

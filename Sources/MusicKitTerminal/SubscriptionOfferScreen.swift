@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 extension MusicSubscriptionOffer {
     /// What the offer says, for `options`: a headline and a line that follow the message

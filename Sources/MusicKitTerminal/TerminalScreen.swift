@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// A full-screen view on a terminal: the alternate screen with the cursor hidden and, when
 /// `input` is a terminal, keys read one by one unechoed; everything put back when it is left,

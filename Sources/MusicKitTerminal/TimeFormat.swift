@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 
 /// A time as people read it: "3:07", "1:02:03"; "--:--" for no time (negative, NaN or
 /// infinite: a client may send any of them, and a screen or a status line shows it).

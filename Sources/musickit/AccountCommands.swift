@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 
 /// The app identity the CLI asks authorization under.

@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 
 /// Rows of the people-facing tables, one shape per item type.
 enum ItemRows {

@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 
 /// `musickit library scan|list|recent|add|playlist`.
 enum LibraryCommand {

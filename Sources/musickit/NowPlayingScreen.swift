@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 import Synchronization
 

@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 
 /// `musickit pick`: the music picker (MusicPicker), the chosen items' IDs on standard output.

@@ -1,7 +1,7 @@
 import AudioEngine
 import CEarlyRequest
 import Foundation
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 import Synchronization
 

@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 
 /// Turns `musickit play` arguments into playable items: existing files as songs of their
 /// own; a folder as its audio files (its subfolders' too) in path order; catalog song, album

@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 
 /// `musickit probe`: what an audio file is and whether it plays, decoded to the end exactly as

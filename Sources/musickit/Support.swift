@@ -1,5 +1,5 @@
 import Foundation
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 
 /// Plain-text columns for people: each column as wide as its widest cell (up to a limit).

@@ -1,7 +1,7 @@
 import CEarlyRequest
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 
 // The system player from the command line: `musickit status|pause|next|previous|seek|volume|queue`

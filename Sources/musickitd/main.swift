@@ -1,9 +1,9 @@
 // musickitd: the system music player's daemon (SystemMusicPlayer's other end). One per user;
 // started by the first client that needs it, or by its systemd user unit
-// (Assets/systemd/musickitd.service). Layout and protocol: Sources/MusicKit/System/.
+// (Assets/systemd/musickitd.service). Protocol: Sources/MusicKitCore/System/SystemPlayerWire.swift; the service: Sources/MusicKitDaemon/.
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 import MusicKitDaemon
 
 // First, before anything opens a descriptor of its own: close what the starting process left

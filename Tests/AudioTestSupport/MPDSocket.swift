@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// A connection to an MPD socket (musickitd's, or a real MPD's), spoken by hand: lines out, the reply read until it
 /// is complete (`OK`, or an `ACK`, unless told otherwise).

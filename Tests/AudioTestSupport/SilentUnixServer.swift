@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MusicKit
+import MusicKitCore
 
 /// A Unix socket that accepts connections and never says a word.
 public final class SilentUnixServer: @unchecked Sendable {

@@ -1,7 +1,7 @@
 import AudioEngine
 import AudioMeasurement
 import Foundation
-import MusicKit
+import MusicKitCore
 import Synchronization
 import XCTest
 

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking  // as every Linux file that uses URLSession imports it
+#endif
 import MusicKit  // not @testable: this file sees only the public API, as an app does
 import XCTest
 
@@ -29,6 +32,41 @@ final class AppleClientCodeTests: XCTestCase {
         let provider: MusicUserTokenProvider = tokens
         let token = try await provider.userToken(for: "developer-token", options: [])
         XCTAssertEqual(token, "user-token-for-developer-token", "the override is called through the base class")
+    }
+
+    /// `MusicDataRequest` takes Foundation's `URLRequest` and answers with Foundation's
+    /// `HTTPURLResponse`, as on Apple platforms. Issue #43: MusicKit had types of its own by
+    /// those names, so this file, which also imports FoundationNetworking, did not compile
+    /// ("'URLRequest' is ambiguous for type lookup").
+    func testMusicDataRequestTakesFoundationsURLRequestAndAnswersWithItsHTTPURLResponse() async throws {
+        final class AppTokens: MusicUserTokenProvider, MusicDeveloperTokenProvider, @unchecked Sendable {
+            func developerToken(options: MusicTokenRequestOptions) async throws -> String { "developer-token" }
+        }
+        MusicDataRequest.tokenProvider = AppTokens()
+        defer { MusicDataRequest.tokenProvider = DefaultMusicTokenProvider() }
+        let server = try LocalHTTPServer { _ in LocalHTTPServer.Answer(headers: ["Content-Type": "application/json", "X-Answer": "yes"],
+                                                                      body: Data(#"{"data":[]}"#.utf8)) }
+        defer { server.stop() }
+        var urlRequest: URLRequest = FoundationNetworking.URLRequest(url: server.baseURL.appendingPathComponent("v1/catalog/us/songs"),
+                                                                     cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: 5)
+        urlRequest.httpMethod = "POST"
+        urlRequest.setValue("from-the-app", forHTTPHeaderField: "X-App")
+        urlRequest.httpBody = Data("{}".utf8)
+        let request = MusicDataRequest(urlRequest: urlRequest)
+        XCTAssertEqual(request.urlRequest, urlRequest, "the request comes back as it was given")
+        XCTAssertEqual(request.urlRequest.cachePolicy, .reloadIgnoringLocalCacheData)
+
+        let response = try await request.response()
+        let urlResponse: FoundationNetworking.HTTPURLResponse = response.urlResponse
+        XCTAssertEqual(urlResponse.statusCode, 200)
+        XCTAssertEqual(urlResponse.url, urlRequest.url)
+        XCTAssertEqual(urlResponse.value(forHTTPHeaderField: "x-answer"), "yes")
+        XCTAssertEqual(urlResponse.mimeType, "application/json")
+        let sent = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(sent.method, "POST")
+        XCTAssertEqual(sent.headers["x-app"], "from-the-app")
+        XCTAssertEqual(sent.headers["content-length"], "2", "the body is sent")
+        XCTAssertEqual(sent.headers["authorization"], "Bearer developer-token")
     }
 
     /// Apple's conformances that `scripts/api-surface` cannot see (it compares declarations):

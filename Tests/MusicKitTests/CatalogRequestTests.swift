@@ -1,5 +1,5 @@
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// The talk's catalog request, verbatim (WWDC 2026 session 254, 18:58): it must compile

@@ -1,6 +1,6 @@
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// Search, charts, paging, and the catalog database's import and repair.

@@ -1,5 +1,5 @@
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// Real Apple Music API responses (Fixtures/, sources in Fixtures/README.md) decode into

@@ -1,5 +1,5 @@
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// The JSON parser behind catalog import and stored resources agrees with JSONDecoder.

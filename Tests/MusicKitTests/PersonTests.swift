@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 @testable import MusicKitTerminal
 import XCTest
 

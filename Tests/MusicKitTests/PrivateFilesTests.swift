@@ -1,6 +1,6 @@
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// The person's files: nothing lost on a crash, nothing readable by others, nothing written

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 import Synchronization
 @testable import musickit
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// `musickit play`'s device library loaded, and its connection begun, at process start

@@ -2,7 +2,7 @@ import CEarlyRequest
 import Foundation
 import Glibc
 import Synchronization
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// The transport commands' request sent at process start (Sources/CEarlyRequest/EarlyRequest.c):

@@ -2,7 +2,7 @@ import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import Glibc
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// musickitd's MPD protocol against the real thing (issue #44): a private MPD 0.23 and musickitd

@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
-import MusicKit
+import MusicKitCore
 import MusicKitTerminal
 import XCTest
 

@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// `musickit play`'s full screen as a person sees it: the command runs in a real terminal

@@ -1,7 +1,7 @@
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// A real terminal for the screens' tests: a tmux server of its own (its own socket name) with

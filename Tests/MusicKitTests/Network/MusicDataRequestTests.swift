@@ -2,7 +2,8 @@ import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import Synchronization
-@testable import MusicKit
+import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// `MusicDataRequest` against servers the tests start: a local HTTP server playing the Apple
@@ -239,7 +240,7 @@ final class MusicDataRequestTests: XCTestCase {
         for (index, flood) in floods.enumerated() {
             let server = try serve { _ in LocalHTTPServer.Answer(endless: (flood, 0)) }
             do {
-                _ = try HTTPClient.send(URLRequest(url: server.baseURL.appendingPathComponent("v1/x")))
+                _ = try HTTPClient.send(HTTPRequest(url: server.baseURL.appendingPathComponent("v1/x")))
                 XCTFail("an endless head must be refused")
             } catch let error as URLError {
                 XCTAssertEqual(error.code, .badServerResponse, "flood \(index)")
@@ -256,7 +257,7 @@ final class MusicDataRequestTests: XCTestCase {
         let server = try serve { _ in LocalHTTPServer.Answer(body: Data(repeating: 0x20, count: 10_000), pace: (1, 0.02)) }
         let started = Date()
         do {
-            _ = try HTTPClient.send(URLRequest(url: server.baseURL.appendingPathComponent("v1/x")), deadline: 0.5)
+            _ = try HTTPClient.send(HTTPRequest(url: server.baseURL.appendingPathComponent("v1/x")), deadline: 0.5)
             XCTFail("the drip must be cut off")
         } catch let error as URLError {
             XCTAssertEqual(error.code, .timedOut)
@@ -279,7 +280,7 @@ final class MusicDataRequestTests: XCTestCase {
         }
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "refused before connecting")
         // Without credentials, plain http elsewhere is the caller's business.
-        var plain = URLRequest(url: URL(string: "http://192.0.2.1/x")!)
+        var plain = HTTPRequest(url: URL(string: "http://192.0.2.1/x")!)
         plain.timeoutInterval = 0.2
         XCTAssertThrowsError(try HTTPClient.send(plain)) { XCTAssertNotEqual(($0 as? URLError)?.code, .appTransportSecurityRequiresSecureConnection) }
         for host in ["localhost", "127.0.0.1", "127.8.9.10", "[::1]", "::1"] { XCTAssertTrue(HTTPClient.isLoopback(host), host) }

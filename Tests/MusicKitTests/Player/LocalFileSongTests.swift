@@ -1,5 +1,5 @@
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// `Song(fileURL:)`'s path, written out instead of Foundation's standardization.

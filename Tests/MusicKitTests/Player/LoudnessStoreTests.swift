@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// Songs' measured loudness kept by file (`LoudnessStore`): measured once, forgotten when the

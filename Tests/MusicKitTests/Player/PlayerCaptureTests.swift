@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import Observation
 import XCTest
 

@@ -2,7 +2,7 @@ import AudioEngine
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// The talk's player code (WWDC 2026 session 254, 14:49–15:38) without SwiftUI: `@State`

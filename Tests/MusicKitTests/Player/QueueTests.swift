@@ -1,6 +1,6 @@
 import AudioEngine
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import Observation
 import Synchronization
 import XCTest

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import MusicKit
+@testable import MusicKitCore
 import Synchronization
 
 /// Tokens a test server can recognise ("developer-token-for-tests", and `user` when given).

@@ -1,5 +1,5 @@
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// Points MusicKit at a fresh temporary root (config, data, runtime) with the bundled assets,

@@ -1,7 +1,7 @@
 import AudioTestSupport
 import Foundation
 import Glibc
-@testable import MusicKit
+@testable import MusicKitCore
 @testable import MusicKitDaemon
 import Synchronization
 import XCTest

@@ -3,7 +3,7 @@ import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import Glibc
-@testable import MusicKit
+@testable import MusicKitCore
 @testable import MusicKitDaemon
 import Observation
 import Synchronization

@@ -2,7 +2,7 @@ import AudioMeasurement
 import AudioTestSupport
 import Foundation
 import Glibc
-@testable import MusicKit
+@testable import MusicKitCore
 @testable import MusicKitDaemon
 import Synchronization
 import XCTest

@@ -1,7 +1,7 @@
 import AudioMeasurement
 import AudioTestSupport
 import Foundation
-@testable import MusicKit
+@testable import MusicKitCore
 import XCTest
 
 /// Developer tokens signed here (ES256 through libcrypto), checked with the `openssl` command

@@ -35,7 +35,7 @@ enum HTTPClient {
     }
 
     /// The answer to `request`, on a thread of its own.
-    static func data(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    static func data(for request: HTTPRequest) async throws -> (Data, HTTPResponse) {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread { continuation.resume(with: Result { try send(request) }) }
             thread.name = "musickit.http"
@@ -46,7 +46,7 @@ enum HTTPClient {
     /// Downloads what `request` answers, handing `sink` the body as it arrives with the length
     /// the server announced. A status other than 2xx (after redirects) is an error, and `sink`
     /// hears nothing then. Blocking.
-    static func download(_ request: URLRequest, into sink: @escaping BodySink) throws {
+    static func download(_ request: HTTPRequest, into sink: @escaping BodySink) throws {
         let (_, response) = try send(request, body: sink)
         guard (200..<300).contains(response.statusCode) else {
             throw URLError(.resourceUnavailable, userInfo: [NSLocalizedDescriptionKey: "HTTP \(response.statusCode)",
@@ -59,11 +59,11 @@ enum HTTPClient {
 
     /// The answer to `request`, following redirects; with `sink`, a 2xx answer's body goes there
     /// as it arrives instead of into the returned data. `seconds` replaces the `deadline`.
-    static func send(_ request: URLRequest, body sink: BodySink? = nil, deadline seconds: TimeInterval? = nil) throws -> (Data, HTTPURLResponse) {
+    static func send(_ request: HTTPRequest, body sink: BodySink? = nil, deadline seconds: TimeInterval? = nil) throws -> (Data, HTTPResponse) {
         var request = request
         let deadline = Date(timeIntervalSinceNow: seconds ?? (sink == nil ? Self.deadline.answer : Self.deadline.download))
         for _ in 0...5 {
-            let (data, response): (Data, HTTPURLResponse)
+            let (data, response): (Data, HTTPResponse)
             do {
                 (data, response) = try sendOnce(request, sink, deadline: deadline)
             } catch let error as URLError where error.failingURL == nil {
@@ -110,7 +110,7 @@ enum HTTPClient {
         return inet_pton(AF_INET, name, &address) == 1 && UInt32(bigEndian: address.s_addr) >> 24 == 127
     }
 
-    private static func sendOnce(_ request: URLRequest, _ sink: BodySink?, deadline: Date) throws -> (Data, HTTPURLResponse) {
+    private static func sendOnce(_ request: HTTPRequest, _ sink: BodySink?, deadline: Date) throws -> (Data, HTTPResponse) {
         guard let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
               let scheme = components.scheme?.lowercased(), let host = components.host, !host.isEmpty else {
             throw URLError(.badURL)
@@ -158,7 +158,7 @@ enum HTTPClient {
 
         var reader = ResponseReader(stream: stream, socket: socket, timeout: timeout, deadline: deadline)
         let (status, headerFields) = try reader.readHead()
-        guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headerFields) else {
+        guard let response = HTTPResponse(url: url, statusCode: status, headerFields: headerFields) else {
             throw URLError(.badServerResponse)
         }
         if method == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status) { return (Data(), response) }
@@ -351,7 +351,7 @@ enum HTTPClient {
         }
 
         /// The whole body, at most `maximumBodyBytes`.
-        mutating func readBody(_ response: HTTPURLResponse) throws -> Data {
+        mutating func readBody(_ response: HTTPResponse) throws -> Data {
             if response.expectedContentLength > HTTPClient.maximumBodyBytes { throw URLError(.dataLengthExceedsMaximum) }
             var body = Data()
             try streamBody(response) { bytes in
@@ -363,7 +363,7 @@ enum HTTPClient {
 
         /// Hands the body to `deliver` piece by piece as it arrives, as its framing says
         /// (chunked, `Content-Length`, or up to the end of the connection).
-        mutating func streamBody(_ response: HTTPURLResponse, _ deliver: (UnsafeRawBufferPointer) throws -> Void) throws {
+        mutating func streamBody(_ response: HTTPResponse, _ deliver: (UnsafeRawBufferPointer) throws -> Void) throws {
             /// Delivers and drops the first `count` buffered bytes.
             func hand(_ count: Int, from reader: inout ResponseReader) throws {
                 try reader.buffered.withUnsafeBytes { try deliver(UnsafeRawBufferPointer(rebasing: $0[..<count])) }

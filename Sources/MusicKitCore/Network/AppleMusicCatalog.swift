@@ -173,7 +173,7 @@ struct AppleMusicCatalog: Sendable {
         }
         let response: MusicDataResponse
         do {
-            response = try await MusicDataRequest(urlRequest: URLRequest(url: url)).response()
+            response = try await MusicDataRequest(httpRequest: HTTPRequest(url: url)).response()
         } catch let error as URLError {
             guard let cached else { throw error }
             return (cached.body, .cache(fetchDate: cached.fetched, isStale: true), url)
@@ -181,7 +181,7 @@ struct AppleMusicCatalog: Sendable {
             guard let cached else { throw error }
             return (cached.body, .cache(fetchDate: cached.fetched, isStale: true), url)
         }
-        if let freshUntil = CatalogResponseCache.freshUntil(response.urlResponse, fetched: now) {
+        if let freshUntil = CatalogResponseCache.freshUntil(response.httpResponse, fetched: now) {
             try? cache?.store(CatalogResponseCache.Entry(body: response.data, fetched: now, freshUntil: freshUntil), for: url)
         }
         return (response.data, .appleMusicAPI, url)

@@ -3,11 +3,30 @@ import Foundation
 
 /// A request to any Apple Music API endpoint, with the developer token (and, for `/v1/me`
 /// endpoints, the user token) added. The answer's body is left for the app to decode.
+///
+/// Its `init(urlRequest:)` and `urlRequest`, which name Foundation's `URLRequest`, are the
+/// `MusicKit` module's (Sources/MusicKit): this module does not link FoundationNetworking (see
+/// HTTPMessages.swift), so it keeps what is sent as an `HTTPRequest`, and the app's own
+/// `URLRequest`, when it gave one, as it was given.
 public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
-    public let urlRequest: URLRequest
+    /// What `response()` sends (before the tokens are added).
+    package let httpRequest: HTTPRequest
+    /// The app's `URLRequest`, kept whole for `urlRequest` (nil for requests made here).
+    package let appRequest: AppRequest?
 
-    public init(urlRequest: URLRequest) {
-        self.urlRequest = urlRequest
+    package init(httpRequest: HTTPRequest, appRequest: AppRequest? = nil) {
+        self.httpRequest = httpRequest
+        self.appRequest = appRequest
+    }
+
+    /// A value of a type this module cannot name (Foundation's `URLRequest`), compared and
+    /// hashed as itself. @unchecked: only a Sendable value is ever put in (the initializer).
+    package struct AppRequest: Hashable, @unchecked Sendable {
+        package let value: AnyHashable
+
+        package init<Value: Hashable & Sendable>(_ value: Value) {
+            self.value = AnyHashable(value)
+        }
     }
 
     /// Where the tokens come from; `DefaultMusicTokenProvider` unless an app sets its own (as on
@@ -43,9 +62,9 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
             let developerToken = try? await provider.developerToken(options: [])
             if let developerToken, (try? await provider.userToken(for: developerToken, options: [])) != nil {
                 let url = baseURL.appendingPathComponent("v1/me/storefront")
-                let response = try await MusicDataRequest(urlRequest: URLRequest(url: url)).response()
+                let response = try await MusicDataRequest(httpRequest: HTTPRequest(url: url)).response()
                 guard let storefront = (try? JSONValue.parse(response.data))?["data"]?.array?.first?["id"]?.string else {
-                    throw MusicDataRequest.Error(status: response.urlResponse.statusCode, code: 0,
+                    throw MusicDataRequest.Error(status: response.httpResponse.statusCode, code: 0,
                                                  title: "Unexpected response", detailText: "no storefront in the answer of \(url)",
                                                  id: "", source: nil, originalResponse: response)
                 }
@@ -59,7 +78,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
     /// `MusicDataRequest.Error` (from the API's `errors` body), a failed transfer `URLError`.
     /// `429` and `5xx` answers are tried again a few times first (see `RetryPolicy`).
     public func response() async throws -> MusicDataResponse {
-        var request = urlRequest
+        var request = httpRequest
         request.url = request.url.map(MusicDataRequest.routed)
         let provider = MusicDataRequest.tokenProvider
         if request.value(forHTTPHeaderField: "Authorization") == nil {
@@ -73,10 +92,10 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
         let policy = MusicDataRequest.retryPolicy
         var attempt = 0
         while true {
-            let (data, urlResponse) = try await HTTPClient.data(for: request)
-            let response = MusicDataResponse(data: data, urlResponse: urlResponse)
-            if (200..<300).contains(urlResponse.statusCode) { return response }
-            guard let delay = policy.delay(before: attempt + 1, after: urlResponse, method: request.httpMethod ?? "GET") else {
+            let (data, httpResponse) = try await HTTPClient.data(for: request)
+            let response = MusicDataResponse(data: data, httpResponse: httpResponse)
+            if (200..<300).contains(httpResponse.statusCode) { return response }
+            guard let delay = policy.delay(before: attempt + 1, after: httpResponse, method: request.httpMethod ?? "GET") else {
                 throw Error(response: response)
             }
             attempt += 1
@@ -88,7 +107,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
     nonisolated(unsafe) static var retryPolicy = RetryPolicy()
 
     public var description: String {
-        "MusicDataRequest(urlRequest: \(urlRequest))"
+        "MusicDataRequest(urlRequest: \(httpRequest))"
     }
 }
 
@@ -104,7 +123,7 @@ extension MusicDataRequest {
         var longestWait: TimeInterval = 30
 
         /// The wait before retry number `retry` (from 1) after `response`, nil for no retry.
-        func delay(before retry: Int, after response: HTTPURLResponse, method: String) -> TimeInterval? {
+        func delay(before retry: Int, after response: HTTPResponse, method: String) -> TimeInterval? {
             guard retry <= retries else { return nil }
             let backoff = firstBackoff * Double(1 << (retry - 1))
             switch response.statusCode {
@@ -163,11 +182,11 @@ extension MusicDataRequest {
 
         /// From an answer whose status is not 2xx: the body's first error, or the status alone.
         init(response: MusicDataResponse) {
-            let status = response.urlResponse.statusCode
+            let status = response.httpResponse.statusCode
             let first = (try? JSONValue.parse(response.data))?["errors"]?.array?.first
             self.init(status: first?["status"]?.string.flatMap { Int($0) } ?? status,
                       code: first?["code"]?.string.flatMap { Int($0) } ?? first?["code"]?.int ?? 0,
-                      title: first?["title"]?.string ?? HTTPURLResponse.localizedString(forStatusCode: status).capitalized,
+                      title: first?["title"]?.string ?? HTTPResponse.localizedString(forStatusCode: status).capitalized,
                       detailText: first?["detail"]?.string ?? "",
                       id: first?["id"]?.string ?? "",
                       source: first?["source"]?["parameter"]?.string.map(Source.parameter),
@@ -185,7 +204,7 @@ extension MusicDataRequest {
         /// The API's words, and for a rejected token or a rate limit what it means here.
         public var errorDescription: String? {
             let stated = detailText.isEmpty ? "\(title) (HTTP \(status))" : "\(title): \(detailText) (HTTP \(status))"
-            let personal = originalResponse.urlResponse.url?.path.hasPrefix("/v1/me") == true
+            let personal = originalResponse.httpResponse.url.path.hasPrefix("/v1/me") == true
             switch status {
             case 401:
                 return "the developer token was rejected: \(stated); check MUSICKIT_DEVELOPER_TOKEN (it may have expired) "
@@ -195,7 +214,7 @@ extension MusicDataRequest {
             case 403:
                 return "the developer token was rejected: \(stated); the key may not be enabled for MusicKit (developer.apple.com, Keys)"
             case 429:
-                let wait = originalResponse.urlResponse.value(forHTTPHeaderField: "Retry-After")
+                let wait = originalResponse.httpResponse.value(forHTTPHeaderField: "Retry-After")
                     .flatMap { RetryPolicy.seconds(retryAfter: $0) }.map { $0.isFinite ? "; try again in \($0.clampedInt(.up)) s" : "; try again much later" } ?? ""
                 return "the Apple Music API is limiting requests: \(stated)\(wait)"
             default:
@@ -205,21 +224,24 @@ extension MusicDataRequest {
     }
 }
 
-/// The answer to a `MusicDataRequest`: the body as received and the HTTP response.
+/// The answer to a `MusicDataRequest`: the body as received and the HTTP response. Its
+/// `urlResponse` (Foundation's `HTTPURLResponse`) is the `MusicKit` module's, made from
+/// `httpResponse`.
 public struct MusicDataResponse: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public let data: Data
-    public let urlResponse: HTTPURLResponse
+    /// The response's status and header fields, as HTTPClient read them.
+    package let httpResponse: HTTPResponse
 
-    init(data: Data, urlResponse: HTTPURLResponse) {
+    package init(data: Data, httpResponse: HTTPResponse) {
         self.data = data
-        self.urlResponse = urlResponse
+        self.httpResponse = httpResponse
     }
 
     public var description: String {
-        "MusicDataResponse(data: \(data.count) bytes, urlResponse: \(urlResponse.statusCode))"
+        "MusicDataResponse(data: \(data.count) bytes, urlResponse: \(httpResponse.statusCode))"
     }
 
     public var debugDescription: String {
-        "MusicDataResponse(urlResponse: \(urlResponse), data: \(String(decoding: data.prefix(4_096), as: UTF8.self)))"
+        "MusicDataResponse(urlResponse: \(httpResponse), data: \(String(decoding: data.prefix(4_096), as: UTF8.self)))"
     }
 }

@@ -71,7 +71,7 @@ enum PreviewCache {
         var written = 0
         do {
             defer { close(descriptor) }
-            var request = URLRequest(url: url)
+            var request = HTTPRequest(url: url)
             // The decoder waits for the packet it reads: a stalled download fails in 10 s.
             request.timeoutInterval = 10
             try HTTPClient.download(request) { bytes, total in

@@ -81,7 +81,7 @@ final class CatalogResponseCache: Sendable {
 
     /// Until when an answer is fresh, from its `Cache-Control` (`max-age`, `no-cache`) or
     /// `Expires`; nil when it must not be stored (`no-store`).
-    static func freshUntil(_ response: HTTPURLResponse, fetched: Date) -> Date? {
+    static func freshUntil(_ response: HTTPResponse, fetched: Date) -> Date? {
         if let control = response.value(forHTTPHeaderField: "Cache-Control")?.lowercased() {
             let directives = control.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             if directives.contains("no-store") { return nil }
