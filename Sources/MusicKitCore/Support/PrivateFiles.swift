@@ -129,13 +129,17 @@ package enum PrivateFiles {
     private static func replace(_ url: URL, _ fill: (Int32) throws -> Void) throws {
         try ensureDirectory(url.deletingLastPathComponent())
         let (descriptor, temporary) = try makeTemporary(beside: url, suffix: "tmp")
+        // Closed exactly once: a second close could close a descriptor another thread has
+        // opened since under the same number.
+        var needsClose = true
         do {
             try fill(descriptor)
             if fsync(descriptor) != 0 { throw Failure(operation: "sync", path: temporary.path, code: errno) }
-            close(descriptor)
+            needsClose = false
+            if close(descriptor) != 0 { throw Failure(operation: "close", path: temporary.path, code: errno) }
             if rename(temporary.path, url.path) != 0 { throw Failure(operation: "replace", path: url.path, code: errno) }
         } catch {
-            close(descriptor)
+            if needsClose { close(descriptor) }
             unlink(temporary.path)
             throw error
         }
