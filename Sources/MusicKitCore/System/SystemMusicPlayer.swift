@@ -211,8 +211,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
     package func skipToPreviousEntryNow() throws { try connection.call("previous") }
 
     private func request(_ op: String, _ args: SystemPlayerWire.Message = [:]) async throws {
-        let connection = self.connection
-        try await Task.detached { _ = try connection.call(op, args) }.value
+        try await connection.reply(to: op, args)
     }
 
     /// Sends without waiting for the answer (it still updates the state when it comes).
@@ -393,7 +392,23 @@ final class SystemPlayerConnection: @unchecked Sendable {
             done.signal()
         }
         done.wait()
-        let reply = try outcome.withLock { $0! }.get()
+        return try Self.accepted(outcome.withLock { $0! }.get(), op)
+    }
+
+    /// `call` for async callers: the answer is awaited without holding a thread (the reader
+    /// thread, or the exchange on this one, resumes it). Connecting, when the connection is not
+    /// up yet, still happens on the caller's thread (at most the daemon's start-up wait).
+    @discardableResult
+    func reply(to op: String, _ args: Message = [:]) async throws -> Message {
+        let reply = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Message, any Error>) in
+            // `send` either throws or calls its answer once, never both.
+            do { try send(op, args) { continuation.resume(with: $0) } } catch { continuation.resume(throwing: error) }
+        }
+        return try Self.accepted(reply, op)
+    }
+
+    /// The reply, when the daemon carried `op` out; its error otherwise.
+    private static func accepted(_ reply: Message, _ op: String) throws -> Message {
         if reply["ok"]?.bool != true {
             throw SystemMusicPlayerError(reason: reply["error"]?.string ?? "the system player refused \(op)")
         }
