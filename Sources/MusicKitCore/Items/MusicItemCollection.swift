@@ -65,10 +65,7 @@ extension MusicItemCollection where MusicItemType: Decodable {
     /// Fetches the next batch (up to `limit` items), nil when there is none.
     public func nextBatch(limit: Int? = nil) async throws -> MusicItemCollection<MusicItemType>? {
         guard let nextHref else { return nil }
-        if let remote = try AppleMusicCatalog.current() {
-            return try await remote.nextBatch(of: MusicItemType.self, href: nextHref, limit: limit)
-        }
-        return try await MusicCatalogService.current().nextBatch(of: MusicItemType.self, href: nextHref, limit: limit)
+        return try await catalogBackend().nextBatch(of: MusicItemType.self, href: nextHref, limit: limit)
     }
 }
 

@@ -251,7 +251,7 @@ struct AppleMusicCatalog: Sendable {
     }
 
     /// `/search`: per type the items and their `next` link, and the top results when asked.
-    func search(term: String, types: [String], limit: Int, offset: Int, topResults: Bool) async throws
+    func searchDocument(term: String, types: [String], limit: Int, offset: Int, topResults: Bool) async throws
         -> (results: [String: (items: [ResourceObject], next: String?)], top: [ResourceObject], source: MusicCatalogAnswerSource) {
         var query = [URLQueryItem(name: "term", value: term), URLQueryItem(name: "types", value: types.joined(separator: ",")),
                      URLQueryItem(name: "limit", value: String(limit))]
@@ -266,7 +266,7 @@ struct AppleMusicCatalog: Sendable {
     }
 
     /// `/search/suggestions`: suggested terms, and top results of `types` when there are types.
-    func suggestions(term: String, types: [String], limit: Int) async throws
+    func suggestionsDocument(term: String, types: [String], limit: Int) async throws
         -> (terms: [(search: String, display: String)], top: [ResourceObject], source: MusicCatalogAnswerSource) {
         struct Suggestions: Decodable {
             struct Results: Decodable { var suggestions: [Suggestion]? }
@@ -290,7 +290,7 @@ struct AppleMusicCatalog: Sendable {
     }
 
     /// `/charts` for one kind: the charts of each type, as the API sends them.
-    func charts(kind: String, types: [String], genre: String?, limit: Int, offset: Int) async throws
+    func chartsDocument(kind: String, types: [String], genre: String?, limit: Int, offset: Int) async throws
         -> (MusicCatalogChartsResponse, MusicCatalogAnswerSource) {
         var query = [URLQueryItem(name: "types", value: types.joined(separator: ",")), URLQueryItem(name: "chart", value: kind),
                      URLQueryItem(name: "limit", value: String(limit))]

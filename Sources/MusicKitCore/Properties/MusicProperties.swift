@@ -106,11 +106,9 @@ extension MusicPropertyContainer {
         guard let item = self as? any PropertyLoadable else { return self }
         let source = preferredSource ?? (item.resource.type.hasPrefix("library-") ? .library : .catalog)
         let loads = properties.map { (key: $0.key, source: $0.source) }
-        let loaded = if source == .catalog, let remote = try AppleMusicCatalog.current() {
-            try await remote.load(loads, for: item.resource)
-        } else {
-            try await MusicCatalogService.current().load(loads, for: item.resource, preferredSource: source)
-        }
+        // The library's properties are always the local store's; the catalog's, the backend's.
+        let backend: any CatalogBackend = source == .catalog ? try await catalogBackend() : try await MusicCatalogService.current()
+        let loaded = try await backend.load(loads, for: item.resource, preferredSource: source)
         return item.replacingResource(loaded) as! Self
     }
 }

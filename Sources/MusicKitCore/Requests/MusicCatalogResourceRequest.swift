@@ -10,22 +10,7 @@ public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>:
     /// Additional options to use for this request (Apple's since iOS/macOS 26.4).
     public var options: [MusicCatalogResourceRequestOption] = []
 
-    enum Filter: Sendable, Equatable {
-        case ids([String])
-        case isrc([String])
-        case upc([String])
-        case all
-
-        /// The Apple Music API's name of a value filter (`filter[isrc]`).
-        var apiName: String {
-            switch self {
-            case .isrc: "isrc"
-            case .upc: "upc"
-            case .ids: "id"
-            case .all: ""
-            }
-        }
-    }
+    typealias Filter = CatalogResourceFilter
 
     let filter: Filter
 
@@ -67,11 +52,8 @@ public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>:
         }
         let type = resourceType.catalogType
         let loads = properties.map { (key: $0.key, source: $0.source) }
-        var (pairs, next, source) = if let remote = try AppleMusicCatalog.current() {
-            try await answer(from: remote, type: type, loads: loads)
-        } else {
-            try await answer(from: try await MusicCatalogService.current(), type: type, loads: loads)
-        }
+        var (pairs, next, source) = try await catalogBackend().resources(
+            type: type, filter: filter, findEquivalents: options.contains(.findEquivalents), limit: limit, properties: loads)
         if let limit { pairs = Array(pairs.prefix(limit)) }
         let keys = Set(loads.map(\.key))
         var items: [MusicItemType] = []
@@ -85,48 +67,6 @@ public struct MusicCatalogResourceRequest<MusicItemType: MusicItem & Decodable>:
         }
         return MusicCatalogResourceResponse(items: MusicItemCollection(items: items, next: next), byRequestedID: byRequestedID,
                                             source: NotCompared(value: source))
-    }
-
-    private typealias Answer = (pairs: [(requested: String, resource: ResourceObject)], next: String?, source: MusicCatalogAnswerSource)
-
-    private func answer(from service: MusicCatalogService, type: String,
-                        loads: [(key: String, source: MusicPropertyKind)]) async throws -> Answer {
-        let account = service.account
-        var pairs: [(requested: String, resource: ResourceObject)]
-        var next: String?
-        switch filter {
-        case .ids(let ids):
-            pairs = try service.resources(type: type, ids: ids, findEquivalents: options.contains(.findEquivalents), account: account)
-        case .isrc(let values):
-            pairs = try service.resources(type: type, column: "isrc", values: values, account: account).map { ($0.id, $0) }
-        case .upc(let values):
-            pairs = try service.resources(type: type, column: "upc", values: values, account: account).map { ($0.id, $0) }
-        case .all:
-            let pageLimit = limit ?? 25
-            let (items, total) = try service.allResources(type: type, account: account, limit: pageLimit, offset: 0)
-            pairs = items.map { ($0.id, $0) }
-            if items.count < total { next = "/v1/catalog/\(account.storefront)/\(type)?offset=\(items.count)&limit=\(pageLimit)" }
-        }
-        if !loads.isEmpty {
-            pairs = try pairs.map { ($0.requested, try service.load(loads, for: MusicCatalogService.trimmed($0.resource), preferredSource: .catalog)) }
-        }
-        return (pairs, next, .embeddedCatalog)
-    }
-
-    private func answer(from remote: AppleMusicCatalog, type: String,
-                        loads: [(key: String, source: MusicPropertyKind)]) async throws -> Answer {
-        switch filter {
-        case .ids(let ids):
-            let (pairs, source) = try await remote.resources(type: type, ids: ids, findEquivalents: options.contains(.findEquivalents),
-                                                             properties: loads)
-            return (pairs, nil, source)
-        case .isrc(let values), .upc(let values):
-            let (resources, source) = try await remote.resources(type: type, filter: filter.apiName, values: values, properties: loads)
-            return (resources.map { ($0.id, $0) }, nil, source)
-        case .all:
-            let (items, next, source) = try await remote.all(type: type, limit: limit ?? 25)
-            return (items.map { ($0.id, $0) }, next, source)
-        }
     }
 }
 

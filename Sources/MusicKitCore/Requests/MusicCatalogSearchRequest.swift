@@ -26,30 +26,8 @@ public struct MusicCatalogSearchRequest: Sendable, CustomStringConvertible {
         let pageLimit = min(max(limit ?? 25, 1), 50)
         let pageOffset = max(offset ?? 0, 0)
         let keys = types.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
-        if let remote = try AppleMusicCatalog.current() {
-            let (results, top, source) = try await remote.search(term: term, types: keys, limit: pageLimit, offset: pageOffset,
-                                                                 topResults: includeTopResults)
-            var response = MusicCatalogSearchResponse(results: results.mapValues { ($0.items.map { MusicCatalogService.trimmed($0) }, $0.next) })
-            response.topResults = MusicItemCollection(items: top.compactMap { MusicCatalogSearchResponse.TopResult(resource: MusicCatalogService.trimmed($0)) })
-            response.source = NotCompared(value: source)
-            return response
-        }
-        let service = try await MusicCatalogService.current()
-        let account = service.account
-        var results: [String: (items: [ResourceObject], next: String?)] = [:]
-        for key in keys {
-            let (items, hasMore) = try service.search(term: term, type: key, account: account, limit: pageLimit, offset: pageOffset)
-            results[key] = (items.map { MusicCatalogService.trimmed($0) },
-                            hasMore ? MusicCatalogService.searchHref(storefront: account.storefront, term: term, type: key,
-                                                                     offset: pageOffset + items.count, limit: pageLimit) : nil)
-        }
-        var response = MusicCatalogSearchResponse(results: results)
-        response.source = NotCompared(value: .embeddedCatalog)
-        if includeTopResults {
-            let top = MusicCatalogSearchResponse.TopResult.interleaving(keys.map { results[$0]?.items ?? [] }, rounds: 3)
-            response.topResults = MusicItemCollection(items: Array(top.prefix(pageLimit)))
-        }
-        return response
+        return try await catalogBackend().search(term: term, types: keys, limit: pageLimit, offset: pageOffset,
+                                                 topResults: includeTopResults)
     }
 }
 
@@ -270,47 +248,8 @@ public struct MusicCatalogChartsRequest: Sendable, Equatable, Hashable, CustomSt
     public func response() async throws -> MusicCatalogChartsResponse {
         let start = max(offset ?? 0, 0)
         let count = min(max(limit ?? 20, 1), 200)
-        var response = MusicCatalogChartsResponse()
-        if let remote = try AppleMusicCatalog.current() {
-            var source = MusicCatalogAnswerSource.embeddedCatalog
-            let keys = types.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
-            for kind in kinds {
-                let (charts, answered) = try await remote.charts(kind: kind.apiValue, types: keys, genre: genre?.id.rawValue,
-                                                                 limit: count, offset: start)
-                response.albumCharts += charts.albumCharts
-                response.musicVideoCharts += charts.musicVideoCharts
-                response.playlistCharts += charts.playlistCharts
-                response.songCharts += charts.songCharts
-                source = source.combined(with: answered)
-            }
-            response.source = NotCompared(value: source)
-            return response
-        }
-        response.source = NotCompared(value: .embeddedCatalog)
-        let service = try await MusicCatalogService.current()
-        let account = service.account
-        for kind in kinds {
-            for type in types {
-                guard let resourceType = type as? any ResourceBackedItem.Type else { continue }
-                let key = resourceType.catalogType
-                var (name, items) = try service.chart(type: key, chart: kind.apiValue, account: account)
-                if let genre {
-                    items = items.filter { ($0.strings("genreNames") ?? []).contains(genre.name) }
-                    name = "\(name) (\(genre.name))"
-                }
-                guard !items.isEmpty else { continue }
-                let page = Array(items.dropFirst(start).prefix(count)).map { MusicCatalogService.trimmed($0) }
-                let id = "\(kind.apiValue):\(key)"
-                switch key {
-                case "songs": response.songCharts.append(MusicCatalogChart(id: id, items: MusicItemCollection(items: page.map(Song.init(resource:))), kind: kind, title: name))
-                case "albums": response.albumCharts.append(MusicCatalogChart(id: id, items: MusicItemCollection(items: page.map(Album.init(resource:))), kind: kind, title: name))
-                case "playlists": response.playlistCharts.append(MusicCatalogChart(id: id, items: MusicItemCollection(items: page.map(Playlist.init(resource:))), kind: kind, title: name))
-                case "music-videos": response.musicVideoCharts.append(MusicCatalogChart(id: id, items: MusicItemCollection(items: page.map(MusicVideo.init(resource:))), kind: kind, title: name))
-                default: break
-                }
-            }
-        }
-        return response
+        let keys = types.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
+        return try await catalogBackend().charts(kinds: kinds, types: keys, genre: genre, limit: count, offset: start)
     }
 }
 

@@ -27,23 +27,7 @@ public struct MusicCatalogSearchSuggestionsRequest: Sendable {
     public func response() async throws -> MusicCatalogSearchSuggestionsResponse {
         let count = min(max(limit ?? 10, 1), 50)
         let keys = typesForTopResults.compactMap { ($0 as? any ResourceBackedItem.Type)?.catalogType }
-        if let remote = try AppleMusicCatalog.current() {
-            let (terms, top, _) = try await remote.suggestions(term: term, types: keys, limit: count)
-            return MusicCatalogSearchSuggestionsResponse(
-                suggestions: terms.map { .init(searchTerm: $0.search, displayTerm: $0.display) },
-                topResults: MusicItemCollection(items: top.compactMap { MusicCatalogSearchResponse.TopResult(resource: MusicCatalogService.trimmed($0)) }))
-        }
-        let service = try await MusicCatalogService.current()
-        // Top results: items whose name matches what is typed (not those that only match by
-        // artist or album: asking the index for those too is what made a keystroke slow), the
-        // first of each type, then the second...; found in the same scan as the terms where it can.
-        let perType = keys.isEmpty ? 0 : (count + keys.count - 1) / keys.count
-        let (terms, top) = try service.suggestions(for: term, account: service.account, limit: count, topTypes: keys, perType: perType)
-        let found = keys.map { (top[$0] ?? []).map { MusicCatalogService.trimmed($0) } }
-        let topResults = Array(MusicCatalogSearchResponse.TopResult.interleaving(found, rounds: perType).prefix(count))
-        return MusicCatalogSearchSuggestionsResponse(
-            suggestions: terms.map { .init(searchTerm: $0, displayTerm: $0) },
-            topResults: MusicItemCollection(items: topResults))
+        return try await catalogBackend().suggestions(term: term, types: keys, limit: count)
     }
 }
 
