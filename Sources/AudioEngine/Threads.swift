@@ -101,6 +101,13 @@ package final class EngineThread: @unchecked Sendable {
         pthread_detach(thread)
     }
 
+    /// Starts `body` on a new thread called `name` that ends on its own: the one way this
+    /// package starts a thread it does not join (named, so that `top -H` and a debugger say
+    /// whose it is).
+    package static func detached(name: String, body: @escaping @Sendable () -> Void) {
+        EngineThread(name: name, body: body).detach()
+    }
+
     /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns false (and changes
     /// nothing) when refused, e.g. without CAP_SYS_NICE or an rtprio limit.
     package static func requestRealtimePriority(_ priority: Int32) -> Bool {

@@ -64,7 +64,7 @@ final class MPRISServer: @unchecked Sendable {
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         }
         (wakeRead, wakeWrite) = (descriptors[0], descriptors[1])
-        let thread = Thread { [self] in
+        EngineThread.detached(name: "musickitd.mpris") { [self] in
             let connection: DBusConnection
             let name: String
             do throws(DBusError) {
@@ -82,8 +82,6 @@ final class MPRISServer: @unchecked Sendable {
             let failure = connection.serve(wake: wakeRead) { announceChanges(on: connection) }
             log("MPRIS stopped: \(failure)")
         }
-        thread.name = "musickitd.mpris"
-        thread.start()
     }
 
     /// Something changed: the bus thread compares the properties and emits what differs.

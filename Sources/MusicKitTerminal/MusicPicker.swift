@@ -1,3 +1,4 @@
+import AudioEngine
 import Foundation
 import Glibc
 import MusicKitCore
@@ -117,12 +118,10 @@ private final class PickerSession: @unchecked Sendable {
         search()
         draw()
         let readerEnded = DispatchSemaphore(value: 0)
-        let reader = Thread { [self] in
+        EngineThread.detached(name: "musickit.picker-keys") { [self] in
             readKeys()
             readerEnded.signal()
         }
-        reader.name = "musickit.picker-keys"
-        reader.start()
         for await _ in done.stream { break }
         // The reader ends within 50 ms of the end (it looks at `finished` between keys): waiting
         // for it means nothing of the picker reads the terminal after `present()` returns.

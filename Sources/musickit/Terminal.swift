@@ -1,3 +1,4 @@
+import AudioEngine
 import Foundation
 import Glibc
 import MusicKitCore
@@ -87,11 +88,9 @@ enum Key: Equatable {
 }
 
 /// Reads keys from stdin on a thread of its own and hands them to `handler`.
-final class KeyReader: @unchecked Sendable {
-    private let thread: Thread
-
+final class KeyReader: Sendable {
     init(handler: @escaping @Sendable (Key) -> Void) {
-        thread = Thread {
+        EngineThread.detached(name: "musickit.keys") {
             var byte: UInt8 = 0
             var escape: [UInt8] = []
             while read(0, &byte, 1) == 1 {
@@ -114,7 +113,6 @@ final class KeyReader: @unchecked Sendable {
                 handler(.character(Character(UnicodeScalar(byte))))
             }
         }
-        thread.start()
     }
 }
 

@@ -1,3 +1,4 @@
+import AudioEngine
 import Foundation
 import Glibc
 
@@ -37,9 +38,7 @@ enum HTTPClient {
     /// The answer to `request`, on a thread of its own.
     static func data(for request: HTTPRequest) async throws -> (Data, HTTPResponse) {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try send(request) }) }
-            thread.name = "musickit.http"
-            thread.start()
+            EngineThread.detached(name: "musickit.http") { continuation.resume(with: Result { try send(request) }) }
         }
     }
 

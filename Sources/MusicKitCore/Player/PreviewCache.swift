@@ -46,9 +46,7 @@ enum PreviewCache {
             unlink(partial)
             try PrivateFiles.createPrivateFileIfMissing(partial)
             let growing = GrowingFile.begin(path: path, partialPath: partial)
-            let thread = Thread { download(url, growing, limit: limit) }
-            thread.name = "musickit.preview"
-            thread.start()
+            EngineThread.detached(name: "musickit.preview") { download(url, growing, limit: limit) }
             return path
         }
     }

@@ -62,7 +62,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         // started.
         if !shortLived && !connection.connectIfRunning() {
             let connection = self.connection
-            Thread.detachNewThread { connection.ensureConnected() }
+            EngineThread.detached(name: "musickit.connect") { connection.ensureConnected() }
         }
     }
 
@@ -514,9 +514,7 @@ final class SystemPlayerConnection: @unchecked Sendable {
             }
             return state.nextID
         }
-        let reader = Thread { [weak self] in self?.read(descriptor) }
-        reader.name = "musickit.system-player"
-        reader.start()
+        EngineThread.detached(name: "musickit.system-player") { [weak self] in self?.read(descriptor) }
         do {
             try writeLock.withLock {
                 try SystemPlayerWire.send(Self.request(id, "hello", ["subscribe": true]), on: descriptor)
@@ -611,7 +609,7 @@ enum SystemPlayerDaemon {
         }
         // Reap it if it exits at once (another daemon won the lock); it is not our child to wait for otherwise.
         let child = pid
-        Thread.detachNewThread { var code: Int32 = 0; waitpid(child, &code, 0) }
+        EngineThread.detached(name: "musickit.reaper") { var code: Int32 = 0; waitpid(child, &code, 0) }
     }
 
     /// Connects once the daemon listens (up to 5 s).
