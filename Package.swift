@@ -2,7 +2,7 @@
 // OpenMusicKit: Apple's MusicKit API for Linux over a real-time ALSA audio engine.
 // Layout and rules: README.md. Arrows point one way:
 // apps -> MusicKit -> MusicKitCore, FoundationNetworking; musickit, musickitd -> MusicKitCore;
-// MusicKitCore -> AudioEngine -> CALSA / CSndFile / CMPG123 / CFFmpeg / CSoxr / CEbur128 / CPulse; MusicKitCore -> CSQLite / COpenSSL / CPNG;
+// MusicKitCore -> AudioEngine -> PlatformSupport -> CLinux; AudioEngine -> CALSA / CSndFile / CMPG123 / CFFmpeg / CSoxr / CEbur128 / CPulse; MusicKitCore -> CSQLite / COpenSSL / CPNG;
 // musickitd -> MusicKitDaemon -> MusicKitCore, CSystemd; musickit -> MusicKitTerminal -> MusicKitCore.
 import PackageDescription
 
@@ -56,9 +56,17 @@ let package = Package(
         // read or scaled (Sources/MusicKitCore/Support/PNG.swift).
         .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
 
+        // The plumbing every module shares: C libraries opened when first needed (dlopen
+        // tables), named threads, waits (waitFor, abandonable waits) and private files written
+        // atomically. At the bottom, so that the terminal screens and the daemon's service
+        // need not import the audio engine for them.
+        .target(
+            name: "PlatformSupport",
+            dependencies: ["CLinux"]
+        ),
         .target(
             name: "AudioEngine",
-            dependencies: ["CALSA", "CSndFile", "CMPG123", "CFFmpeg", "CSoxr", "CEbur128", "CPulse", "CLinux"],
+            dependencies: ["PlatformSupport", "CALSA", "CSndFile", "CMPG123", "CFFmpeg", "CSoxr", "CEbur128", "CPulse", "CLinux"],
             swiftSettings: [
                 // `@_noLocks` on the render step is verified where generics are specialized:
                 // in optimized builds (`swift build -c release`). Unoptimized builds cannot see
@@ -73,7 +81,7 @@ let package = Package(
         // ~25 more libraries).
         .target(
             name: "MusicKitCore",
-            dependencies: ["AudioEngine", "CSQLite", "COpenSSL", "CPNG"]
+            dependencies: ["PlatformSupport", "AudioEngine", "CSQLite", "COpenSSL", "CPNG"]
         ),
         // What apps import: MusicKitCore re-exported, with `MusicDataRequest(urlRequest:)` and
         // `MusicDataResponse.urlResponse` in Foundation's types, as on Apple platforms.
@@ -87,14 +95,14 @@ let package = Package(
         // nothing on a terminal gets no terminal code and no signal handlers.
         .target(
             name: "MusicKitTerminal",
-            dependencies: ["MusicKitCore", "AudioEngine"]
+            dependencies: ["MusicKitCore", "PlatformSupport"]
         ),
         // The system player's service, as musickitd runs it: its own protocol, MPD's and MPRIS
         // (sd-bus) on one player. Not part of what apps link (Apple's system player is a
         // service outside the app's framework too); SystemMusicPlayer, its client, is MusicKit's.
         .target(
             name: "MusicKitDaemon",
-            dependencies: ["MusicKitCore", "AudioEngine", "CSystemd"]
+            dependencies: ["MusicKitCore", "AudioEngine", "PlatformSupport", "CSystemd"]
         ),
         // Work done at process start, before the Swift runtime starts: the transport commands'
         // request (`musickit next` as soon as `mpc next`, Sources/CEarlyRequest/EarlyRequest.c)
@@ -102,11 +110,11 @@ let package = Package(
         .target(name: "CEarlyRequest"),
         .executableTarget(
             name: "musickit",
-            dependencies: ["MusicKitCore", "MusicKitTerminal", "AudioEngine", "CEarlyRequest"]
+            dependencies: ["MusicKitCore", "MusicKitTerminal", "AudioEngine", "PlatformSupport", "CEarlyRequest"]
         ),
         .executableTarget(
             name: "musickitd",
-            dependencies: ["MusicKitDaemon", "MusicKitCore"]
+            dependencies: ["MusicKitDaemon", "MusicKitCore", "PlatformSupport"]
         ),
         // The talk's workout app for a terminal, written against MusicKit's public API only.
         .executableTarget(
@@ -116,7 +124,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["AudioEngine", "AudioMeasurement", "MusicKitCore", "CLinux"],
+            dependencies: ["AudioEngine", "AudioMeasurement", "MusicKitCore", "PlatformSupport", "CLinux"],
             path: "Benchmarks",
             exclude: ["RESULTS.md", "CATALOG-RESULTS.md", "LIBRARY-RESULTS.md"]
         ),
@@ -124,27 +132,31 @@ let package = Package(
         // the benchmarks; not part of the product.
         .target(
             name: "AudioMeasurement",
-            dependencies: ["AudioEngine"]
+            dependencies: ["AudioEngine", "PlatformSupport"]
         ),
 
         // Counts malloc/free per thread by interposing the allocator in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
         // Test signals, audio files, capture devices and the test sink's settings, for the tests.
-        .target(name: "AudioTestSupport", dependencies: ["AudioEngine", "AudioMeasurement", "MusicKitCore"], path: "Tests/AudioTestSupport"),
+        .target(name: "AudioTestSupport", dependencies: ["AudioEngine", "AudioMeasurement", "MusicKitCore", "PlatformSupport"], path: "Tests/AudioTestSupport"),
+        .testTarget(
+            name: "PlatformSupportTests",
+            dependencies: ["PlatformSupport", "CLinux"]
+        ),
         .testTarget(
             name: "AudioEngineTests",
-            dependencies: ["AudioEngine", "AllocationCounter", "AudioMeasurement", "AudioTestSupport"]
+            dependencies: ["AudioEngine", "PlatformSupport", "AllocationCounter", "AudioMeasurement", "AudioTestSupport"]
         ),
         .testTarget(
             name: "MusicKitTests",
-            dependencies: ["MusicKit", "MusicKitCore", "MusicKitDaemon", "MusicKitTerminal", "musickit", "WorkoutApp", "AudioEngine",
+            dependencies: ["MusicKit", "MusicKitCore", "MusicKitDaemon", "MusicKitTerminal", "musickit", "WorkoutApp", "AudioEngine", "PlatformSupport",
                            "AudioMeasurement", "AudioTestSupport"],
             exclude: ["Fixtures/README.md"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "musickitTests",
-            dependencies: ["musickit", "CEarlyRequest", "MusicKitCore", "MusicKitTerminal", "AudioEngine", "AudioMeasurement",
+            dependencies: ["musickit", "CEarlyRequest", "MusicKitCore", "MusicKitTerminal", "AudioEngine", "PlatformSupport", "AudioMeasurement",
                            "AudioTestSupport"]
         ),
     ]

@@ -1,3 +1,4 @@
+import PlatformSupport
 import Foundation
 import Synchronization
 
@@ -502,8 +503,8 @@ final class EngineSession: @unchecked Sendable {
     private let commands: Mutex<RingBuffer<AudioCommand>.Producer>
     /// Entries of the queue that could not be opened before the first that could.
     let failuresBeforeFirstEntry: [(AudioEntry.Token, DecoderError)]
-    private var audioThread: EngineThread?
-    private var decoderThread: EngineThread?
+    private var audioThread: PlatformThread?
+    private var decoderThread: PlatformThread?
     private let primedCondition = NSCondition()
     private var isPrimed = false
     private var isClosed = false
@@ -626,14 +627,14 @@ final class EngineSession: @unchecked Sendable {
         }
         let priority = configuration.realtimePriority
         let hook = EngineSession.audioThreadStartHook.withLock { $0 }
-        audioThread = EngineThread(name: "musickit-audio") {
+        audioThread = PlatformThread(name: "musickit-audio") {
             var loop = renderer.take()
             hook?()
             loop.run(realtimePriority: priority)
         }
         let control = decoderControl
         let shared = self.shared
-        decoderThread = EngineThread(name: "musickit-decode") {
+        decoderThread = PlatformThread(name: "musickit-decode") {
             var loop = decoderLoop.take()
             // A preview still downloading must not hold up a stop, a skip or a seek: a read
             // waiting for its next bytes gives up once the session stops or a request comes

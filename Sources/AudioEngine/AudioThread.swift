@@ -1,3 +1,4 @@
+import PlatformSupport
 import Glibc
 import Synchronization
 
@@ -213,7 +214,7 @@ struct AudioRenderer: ~Copyable {
     /// Runs until `.stop`. Asks for SCHED_FIFO at `realtimePriority` and carries on without.
     mutating func run(realtimePriority: Int32?) {
         if let realtimePriority {
-            shared.isRealtime.store(EngineThread.requestRealtimePriority(realtimePriority), ordering: .relaxed)
+            shared.isRealtime.store(PlatformThread.requestRealtimePriority(realtimePriority), ordering: .relaxed)
         }
         let wakeSlot = device.pollDescriptorCount
         device.pollDescriptors[wakeSlot] = pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0)

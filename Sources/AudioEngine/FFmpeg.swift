@@ -1,3 +1,4 @@
+import PlatformSupport
 import CFFmpeg
 import Foundation
 import Glibc

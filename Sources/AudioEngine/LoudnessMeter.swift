@@ -1,3 +1,4 @@
+import PlatformSupport
 import CEbur128
 
 // libebur128's wrapper: EBU R128 / ReplayGain 2.0 loudness of whole files, for songs whose

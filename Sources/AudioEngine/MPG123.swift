@@ -1,3 +1,4 @@
+import PlatformSupport
 import CMPG123
 import Foundation
 import Glibc

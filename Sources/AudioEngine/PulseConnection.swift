@@ -1,3 +1,4 @@
+import PlatformSupport
 import CPulse
 import Glibc
 import Synchronization
@@ -156,7 +157,7 @@ final class PulseConnection: @unchecked Sendable {
     func raiseLoopThreadPriority() {
         guard !askedForPriority, let realtimePriority, library.mainloopInThread(mainloop) != 0 else { return }
         askedForPriority = true
-        _ = EngineThread.requestRealtimePriority(realtimePriority)
+        _ = PlatformThread.requestRealtimePriority(realtimePriority)
     }
 
     /// Stops libpulse's thread, joining it (no callback runs after this); once.

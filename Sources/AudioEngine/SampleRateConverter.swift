@@ -1,3 +1,4 @@
+import PlatformSupport
 import CSoxr
 
 // The one wrapper around libsoxr (CSoxr), through `LibSoxr`'s table: libsoxr.so.0 (and the

@@ -1,3 +1,4 @@
+import PlatformSupport
 import CSndFile
 import Foundation
 import Glibc

@@ -1,3 +1,4 @@
+import PlatformSupport
 import Foundation
 import Synchronization
 
@@ -46,7 +47,7 @@ enum WarmDevice {
         if let runner, runner(job) { return }
         // A plain pthread, started on another CPU than the caller's, which goes on with its own
         // start-up work: on the caller's CPU it would wait for the scheduler to move it.
-        EngineThread(name: "musickit-warm", startsOnAnotherCPU: true, body: job).detach()
+        PlatformThread(name: "musickit-warm", startsOnAnotherCPU: true, body: job).detach()
     }
 
     /// Whether a device is being warmed up (or waits, opened, to be taken).

@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioEngine
 import Glibc
 import Synchronization
@@ -23,15 +24,15 @@ public final class SchedulingLatencyProbe: Sendable {
     }
 
     private let state = State()
-    private let thread: EngineThread
+    private let thread: PlatformThread
     private static let intervalInNanoseconds = 1_000_000
 
     /// Starts the probe; `realtimePriority` nil runs it at the ordinary priority.
     public init(realtimePriority: Int32? = 70) {
         let state = self.state
-        thread = EngineThread(name: "latency-probe") {
+        thread = PlatformThread(name: "latency-probe") {
             var result = Result()
-            if let realtimePriority { result.isRealtime = EngineThread.requestRealtimePriority(realtimePriority) }
+            if let realtimePriority { result.isRealtime = PlatformThread.requestRealtimePriority(realtimePriority) }
             var deadline = timespec()
             clock_gettime(CLOCK_MONOTONIC, &deadline)
             while !state.stopping.load(ordering: .relaxed) {

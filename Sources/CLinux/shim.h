@@ -1,5 +1,5 @@
 // Linux interfaces that Swift's Glibc module leaves out: eventfd, thread names and CPU affinity for
-// the engine's threads (Sources/AudioEngine/Threads.swift), a pipe's size (the Snapcast output),
+// the engine's threads (Sources/PlatformSupport/Threads.swift), a pipe's size (the Snapcast output),
 // malloc statistics and pseudo-terminals for the benchmarks.
 #ifndef MUSICKIT_CLINUX_SHIM_H
 #define MUSICKIT_CLINUX_SHIM_H

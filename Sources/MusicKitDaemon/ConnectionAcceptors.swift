@@ -1,4 +1,4 @@
-import AudioEngine
+import PlatformSupport
 import Glibc
 import MusicKitCore
 import Synchronization
@@ -64,7 +64,7 @@ final class ConnectionAcceptors: Sendable {
     }
 
     private func startWaiter() {
-        EngineThread(name: name) { [self] in acceptLoop(staysWhenIdle: false) }.detach()
+        PlatformThread(name: name) { [self] in acceptLoop(staysWhenIdle: false) }.detach()
     }
 
     private func acceptLoop(staysWhenIdle: Bool) {

@@ -1,4 +1,4 @@
-import AudioEngine
+import PlatformSupport
 import Foundation
 import MusicKitCore
 import Synchronization

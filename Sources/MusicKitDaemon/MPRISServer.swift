@@ -1,4 +1,4 @@
-import AudioEngine
+import PlatformSupport
 import Foundation
 import Glibc
 import MusicKitCore
@@ -64,7 +64,7 @@ final class MPRISServer: @unchecked Sendable {
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         }
         (wakeRead, wakeWrite) = (descriptors[0], descriptors[1])
-        EngineThread.detached(name: "musickitd.mpris") { [self] in
+        PlatformThread.detached(name: "musickitd.mpris") { [self] in
             let connection: DBusConnection
             let name: String
             do throws(DBusError) {

@@ -1,4 +1,4 @@
-import AudioEngine
+import PlatformSupport
 import CSystemd
 import Glibc
 import MusicKitCore

@@ -1,4 +1,5 @@
 import AudioEngine
+import PlatformSupport
 import Foundation
 import Glibc
 import MusicKitCore

@@ -1,4 +1,4 @@
-import AudioEngine
+import PlatformSupport
 import Foundation
 import Glibc
 import MusicKitCore
@@ -118,7 +118,7 @@ private final class PickerSession: @unchecked Sendable {
         search()
         draw()
         let readerEnded = DispatchSemaphore(value: 0)
-        EngineThread.detached(name: "musickit.picker-keys") { [self] in
+        PlatformThread.detached(name: "musickit.picker-keys") { [self] in
             readKeys()
             readerEnded.signal()
         }

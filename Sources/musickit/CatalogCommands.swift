@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioEngine
 import Foundation
 import MusicKitCore

@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioEngine
 import Foundation
 import Glibc
@@ -90,7 +91,7 @@ enum Key: Equatable {
 /// Reads keys from stdin on a thread of its own and hands them to `handler`.
 final class KeyReader: Sendable {
     init(handler: @escaping @Sendable (Key) -> Void) {
-        EngineThread.detached(name: "musickit.keys") {
+        PlatformThread.detached(name: "musickit.keys") {
             var byte: UInt8 = 0
             var escape: [UInt8] = []
             while read(0, &byte, 1) == 1 {

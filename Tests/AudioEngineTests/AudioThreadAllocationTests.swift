@@ -1,3 +1,4 @@
+import PlatformSupport
 import AllocationCounter
 @testable import AudioEngine
 import AudioTestSupport
@@ -109,7 +110,7 @@ final class AudioThreadAllocationTests: XCTestCase {
     func testTheCounterSeesAllocationsOnAWatchedThread() {
         // The instrument itself: a watched thread that allocates is counted.
         allocation_counter_reset()
-        let thread = EngineThread(name: "test-alloc") {
+        let thread = PlatformThread(name: "test-alloc") {
             allocation_counter_watch_current_thread()
             let array = [Int](repeating: 1, count: Int.random(in: 100...200))
             XCTAssertGreaterThan(array.count, 0)

@@ -1,3 +1,4 @@
+import PlatformSupport
 @testable import AudioEngine
 import Foundation
 import XCTest
@@ -29,7 +30,7 @@ final class RingBufferTests: XCTestCase {
         let handles = RingBuffer<Int>.make(capacity: 3)
         let producerBox = Handoff(handles.producer)
         var consumer = handles.consumer
-        let producerThread = EngineThread(name: "test-producer") {
+        let producerThread = PlatformThread(name: "test-producer") {
             var producer = producerBox.take()
             var next = 0
             while next < count {
@@ -54,7 +55,7 @@ final class RingBufferTests: XCTestCase {
         let handles = RingBuffer<Float>.make(capacity: 4_096)
         let producerBox = Handoff(handles.producer)
         var consumer = handles.consumer
-        let producerThread = EngineThread(name: "test-producer") {
+        let producerThread = PlatformThread(name: "test-producer") {
             var producer = producerBox.take()
             var next = 0
             var generator = SystemRandomNumberGenerator()

@@ -1,3 +1,4 @@
+import PlatformSupport
 @testable import AudioEngine
 import AudioMeasurement
 import Foundation
@@ -32,8 +33,8 @@ final class SchedulingLatencyProbeTests: XCTestCase {
         let arrived = Atomic<Int>(0)
         let allArrivedAt = Atomic<Int>(0)  // monotonic ns; 0 until the last hog runs
         let hogs = (0..<cpuCount).map { _ in
-            EngineThread(name: "cpu-hog") {
-                let priority = EngineThread.requestRealtimePriority(20)
+            PlatformThread(name: "cpu-hog") {
+                let priority = PlatformThread.requestRealtimePriority(20)
                 if !priority { refused.add(1, ordering: .relaxed) }
                 if arrived.add(1, ordering: .acquiringAndReleasing).newValue == cpuCount {
                     allArrivedAt.store(Int(monotonicNanoseconds()), ordering: .releasing)

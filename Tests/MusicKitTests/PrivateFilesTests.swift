@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioTestSupport
 import Foundation
 @testable import MusicKitCore

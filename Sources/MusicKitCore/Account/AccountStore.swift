@@ -1,3 +1,4 @@
+import PlatformSupport
 import Foundation
 import Glibc
 

@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioEngine
 import Foundation
 import Glibc
@@ -38,7 +39,7 @@ enum HTTPClient {
     /// The answer to `request`, on a thread of its own.
     static func data(for request: HTTPRequest) async throws -> (Data, HTTPResponse) {
         try await withCheckedThrowingContinuation { continuation in
-            EngineThread.detached(name: "musickit.http") { continuation.resume(with: Result { try send(request) }) }
+            PlatformThread.detached(name: "musickit.http") { continuation.resume(with: Result { try send(request) }) }
         }
     }
 

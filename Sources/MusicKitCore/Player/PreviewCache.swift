@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioEngine
 import Foundation
 import Glibc
@@ -46,7 +47,7 @@ enum PreviewCache {
             unlink(partial)
             try PrivateFiles.createPrivateFileIfMissing(partial)
             let growing = GrowingFile.begin(path: path, partialPath: partial)
-            EngineThread.detached(name: "musickit.preview") { download(url, growing, limit: limit) }
+            PlatformThread.detached(name: "musickit.preview") { download(url, growing, limit: limit) }
             return path
         }
     }

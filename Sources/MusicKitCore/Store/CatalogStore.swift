@@ -1,3 +1,4 @@
+import PlatformSupport
 import Foundation
 
 /// Progress of a catalog import, for people waiting on a long one.

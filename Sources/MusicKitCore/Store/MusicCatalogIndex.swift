@@ -1,3 +1,4 @@
+import PlatformSupport
 import Foundation
 
 /// The embedded catalog database, for tools: build it with progress, import a person's own

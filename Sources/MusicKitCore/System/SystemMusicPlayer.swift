@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioEngine
 import Foundation
 import Glibc
@@ -62,7 +63,7 @@ public final class SystemMusicPlayer: MusicPlayer, @unchecked Sendable {
         // started.
         if !shortLived && !connection.connectIfRunning() {
             let connection = self.connection
-            EngineThread.detached(name: "musickit.connect") { connection.ensureConnected() }
+            PlatformThread.detached(name: "musickit.connect") { connection.ensureConnected() }
         }
     }
 
@@ -514,7 +515,7 @@ final class SystemPlayerConnection: @unchecked Sendable {
             }
             return state.nextID
         }
-        EngineThread.detached(name: "musickit.system-player") { [weak self] in self?.read(descriptor) }
+        PlatformThread.detached(name: "musickit.system-player") { [weak self] in self?.read(descriptor) }
         do {
             try writeLock.withLock {
                 try SystemPlayerWire.send(Self.request(id, "hello", ["subscribe": true]), on: descriptor)
@@ -609,7 +610,7 @@ enum SystemPlayerDaemon {
         }
         // Reap it if it exits at once (another daemon won the lock); it is not our child to wait for otherwise.
         let child = pid
-        EngineThread.detached(name: "musickit.reaper") { var code: Int32 = 0; waitpid(child, &code, 0) }
+        PlatformThread.detached(name: "musickit.reaper") { var code: Int32 = 0; waitpid(child, &code, 0) }
     }
 
     /// Connects once the daemon listens (up to 5 s).

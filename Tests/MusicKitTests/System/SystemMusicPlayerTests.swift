@@ -1,3 +1,4 @@
+import PlatformSupport
 import AudioEngine
 import AudioMeasurement
 import AudioTestSupport

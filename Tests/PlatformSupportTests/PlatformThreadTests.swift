@@ -1,11 +1,11 @@
-@testable import AudioEngine
+@testable import PlatformSupport
 import CLinux
 import Foundation
 import Synchronization
 import XCTest
 
-/// Where the engine's threads start (see `EngineThread.init`).
-final class EngineThreadTests: XCTestCase {
+/// Where the engine's threads start (see `PlatformThread.init`).
+final class PlatformThreadTests: XCTestCase {
     private static func cpus(_ numbers: [Int32]) -> cpu_set_t {
         var set = cpu_set_t()
         for number in numbers { musickit_cpu_set(number, &set) }
@@ -20,12 +20,12 @@ final class EngineThreadTests: XCTestCase {
     /// A new thread starts on the CPUs its creator may use, less the one the creator runs on;
     /// with nothing else left (or the creator's CPU unknown), anywhere.
     func testAThreadStartsOnAnotherCPUThanItsCreators() {
-        XCTAssertEqual(EngineThread.startingCPUs(allowed: Self.cpus([0, 1]), current: 0).map(Self.numbers), [1])
-        XCTAssertEqual(EngineThread.startingCPUs(allowed: Self.cpus([0, 1, 2, 3]), current: 2).map(Self.numbers), [0, 1, 3])
-        XCTAssertEqual(EngineThread.startingCPUs(allowed: Self.cpus([1, 3]), current: 0).map(Self.numbers), [1, 3],
+        XCTAssertEqual(PlatformThread.startingCPUs(allowed: Self.cpus([0, 1]), current: 0).map(Self.numbers), [1])
+        XCTAssertEqual(PlatformThread.startingCPUs(allowed: Self.cpus([0, 1, 2, 3]), current: 2).map(Self.numbers), [0, 1, 3])
+        XCTAssertEqual(PlatformThread.startingCPUs(allowed: Self.cpus([1, 3]), current: 0).map(Self.numbers), [1, 3],
                        "a creator on a CPU outside the set (it moved) leaves the set as it is")
-        XCTAssertNil(EngineThread.startingCPUs(allowed: Self.cpus([2]), current: 2), "one CPU: nowhere else to start")
-        XCTAssertNil(EngineThread.startingCPUs(allowed: Self.cpus([0, 1]), current: -1), "the creator's CPU unknown")
+        XCTAssertNil(PlatformThread.startingCPUs(allowed: Self.cpus([2]), current: 2), "one CPU: nowhere else to start")
+        XCTAssertNil(PlatformThread.startingCPUs(allowed: Self.cpus([0, 1]), current: -1), "the creator's CPU unknown")
     }
 
     /// Once running, a thread started away from its creator may use every CPU its creator may:
@@ -34,7 +34,7 @@ final class EngineThreadTests: XCTestCase {
         var creators = cpu_set_t()
         XCTAssertEqual(sched_getaffinity(0, MemoryLayout<cpu_set_t>.size, &creators), 0)
         let seen = Mutex<[Int32]?>(nil)
-        let thread = EngineThread(name: "test-affinity", startsOnAnotherCPU: true) {
+        let thread = PlatformThread(name: "test-affinity", startsOnAnotherCPU: true) {
             var own = cpu_set_t()
             _ = sched_getaffinity(0, MemoryLayout<cpu_set_t>.size, &own)
             let allowed = Self.numbers(own)

@@ -40,7 +40,7 @@ package enum AbandonableWaits {
     }
 
     /// This thread's check, nil when it has none.
-    static var checkOnThisThread: (@Sendable () -> Bool)? {
+    package static var checkOnThisThread: (@Sendable () -> Bool)? {
         let thread = pthread_self()
         return checks.withLock { $0[thread] }
     }

@@ -9,12 +9,18 @@ import Glibc
 /// gone are removed.
 package enum PrivateFiles {
     /// A file operation that failed, with the path and the system's reason.
-    struct Failure: Error, CustomStringConvertible {
-        let operation: String
-        let path: String
-        let code: Int32
+    package struct Failure: Error, CustomStringConvertible {
+        package let operation: String
+        package let path: String
+        package let code: Int32
 
-        var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+        package init(operation: String, path: String, code: Int32) {
+            self.operation = operation
+            self.path = path
+            self.code = code
+        }
+
+        package var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
     }
 
     /// Creates `directory` and any missing parents, and makes `directory` itself 0700.
@@ -44,7 +50,7 @@ package enum PrivateFiles {
     }
 
     /// Makes `path` (and SQLite's `-wal`/`-shm` beside it) readable by its owner only.
-    static func restrictToOwner(_ path: String, withDatabaseCompanions: Bool = false) {
+    package static func restrictToOwner(_ path: String, withDatabaseCompanions: Bool = false) {
         for file in [path] + (withDatabaseCompanions ? [path + "-wal", path + "-shm", path + "-journal"] : []) {
             var status = stat()
             guard lstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == getuid(),
@@ -55,7 +61,7 @@ package enum PrivateFiles {
 
     /// Creates an empty file at `path` with mode 0600 when none is there, so that whatever
     /// creates it next (SQLite) inherits the mode; a symlink there is refused.
-    static func createPrivateFileIfMissing(_ path: String) throws {
+    package static func createPrivateFileIfMissing(_ path: String) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
             close(descriptor)
@@ -73,7 +79,7 @@ package enum PrivateFiles {
 
     /// A new temporary file beside `url`, created exclusively (O_EXCL, no symlink followed)
     /// with mode 0600: `.NAME.PID.RANDOM.SUFFIX`. The caller closes the descriptor.
-    static func makeTemporary(beside url: URL, suffix: String) throws -> (descriptor: Int32, url: URL) {
+    package static func makeTemporary(beside url: URL, suffix: String) throws -> (descriptor: Int32, url: URL) {
         let folder = url.deletingLastPathComponent()
         for _ in 0..<16 {
             let random = String(UInt32.random(in: 0...UInt32.max), radix: 36)
@@ -93,7 +99,7 @@ package enum PrivateFiles {
     }
 
     /// Writes all of `bytes` to `descriptor`, through partial writes and interruptions.
-    static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, path: String) throws {
+    package static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, path: String) throws {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
@@ -107,7 +113,7 @@ package enum PrivateFiles {
 
     /// Replaces `url` with a copy of `source`, read as a stream: until the copy is complete and
     /// on disk, `url` keeps its old content.
-    static func copyAtomically(from source: URL, to url: URL) throws {
+    package static func copyAtomically(from source: URL, to url: URL) throws {
         let input = open(source.path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw Failure(operation: "read", path: source.path, code: errno) }
         defer { close(input) }
@@ -152,7 +158,7 @@ package enum PrivateFiles {
 
     /// Removes the temporaries (`.NAME.PID.….tmp`, `.NAME.PID.….building` and their SQLite
     /// companions) that processes which are gone left in `directory`.
-    static func removeStaleTemporaries(in directory: URL) {
+    package static func removeStaleTemporaries(in directory: URL) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
         for name in names where name.hasPrefix(".") {
             guard let pid = temporaryOwner(name), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
@@ -161,7 +167,7 @@ package enum PrivateFiles {
     }
 
     /// The PID in a temporary's name, when it is one of ours.
-    static func temporaryOwner(_ name: String) -> pid_t? {
+    package static func temporaryOwner(_ name: String) -> pid_t? {
         var base = Substring(name)
         for companion in ["-journal", "-wal", "-shm"] where base.hasSuffix(companion) { base = base.dropLast(companion.count) }
         guard base.hasSuffix(".tmp") || base.hasSuffix(".building") else { return nil }

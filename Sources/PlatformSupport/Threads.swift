@@ -1,43 +1,8 @@
 import CLinux
 import Glibc
 
-/// A Linux eventfd used to wake a thread that sleeps in `poll`.
-///
-/// Thread safety: `signal` from any thread; `drain` by the thread that polls it.
-/// Real-time safety: `signal` and `drain` are one non-blocking `write`/`read` system call on a
-/// counter in kernel memory (no file, no lock, no allocation).
-final class WakeSignal: Sendable {
-    let descriptor: Int32
-
-    init() {
-        descriptor = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        precondition(descriptor >= 0, "eventfd failed: \(String(cString: strerror(errno)))")
-    }
-
-    deinit { close(descriptor) }
-
-    @inline(__always)
-    func signal() {
-        var one: UInt64 = 1
-        _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
-    }
-
-    @inline(__always)
-    func drain() {
-        var count: UInt64 = 0
-        _ = read(descriptor, &count, MemoryLayout<UInt64>.size)
-    }
-
-    /// Sleeps until signalled or `timeoutMilliseconds` passed (-1: no timeout).
-    func wait(timeoutMilliseconds: Int32) {
-        var descriptorSet = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        _ = poll(&descriptorSet, 1, timeoutMilliseconds)
-        drain()
-    }
-}
-
 /// A joinable POSIX thread running one closure.
-package final class EngineThread: @unchecked Sendable {
+package final class PlatformThread: @unchecked Sendable {
     // @unchecked: `thread` is written once before `start` returns and read by `join` afterwards.
     private var thread = pthread_t()
     private let name: String
@@ -68,7 +33,7 @@ package final class EngineThread: @unchecked Sendable {
         defer { pthread_attr_destroy(&attributes) }
         var allowed = cpu_set_t()
         if startsOnAnotherCPU, sched_getaffinity(0, MemoryLayout<cpu_set_t>.size, &allowed) == 0,
-           var starting = EngineThread.startingCPUs(allowed: allowed, current: sched_getcpu()),
+           var starting = PlatformThread.startingCPUs(allowed: allowed, current: sched_getcpu()),
            pthread_attr_setaffinity_np(&attributes, MemoryLayout<cpu_set_t>.size, &starting) == 0 {
             context.allowedCPUs = allowed
         }
@@ -105,7 +70,7 @@ package final class EngineThread: @unchecked Sendable {
     /// package starts a thread it does not join (named, so that `top -H` and a debugger say
     /// whose it is).
     package static func detached(name: String, body: @escaping @Sendable () -> Void) {
-        EngineThread(name: name, body: body).detach()
+        PlatformThread(name: name, body: body).detach()
     }
 
     /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns false (and changes
@@ -115,13 +80,4 @@ package final class EngineThread: @unchecked Sendable {
         parameters.sched_priority = priority
         return pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0
     }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the clock PulseAudio uses too, so benchmark timestamps
-/// taken here compare with its timing.
-@inline(__always)
-public func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
