@@ -84,11 +84,19 @@ package final class SystemPlayerServer: @unchecked Sendable {
     /// MPD's protocol on 127.0.0.1 at this port as well (nil: only on `mpd.sock`).
     private let mpdPort: UInt16?
 
+    /// What ends the process once the server has stopped (musickitd's `exit(0)`): the library
+    /// does not end a process itself.
+    private let stopped: @Sendable () -> Never
+
     /// `mpdPort`: also serve MPD's protocol on 127.0.0.1 at that port (6600 is MPD's); off by
-    /// default, since any local user can connect there.
-    package init(environment: MusicKitEnvironment = .current, mpdPort: UInt16? = nil) {
+    /// default, since any local user can connect there. `stopped` is called once the state is
+    /// saved and the sockets removed, after SIGTERM/SIGINT or a `shutdown` request, on the
+    /// thread that stopped it.
+    package init(environment: MusicKitEnvironment = .current, mpdPort: UInt16? = nil,
+                 stopped: @escaping @Sendable () -> Never) {
         self.environment = environment
         self.mpdPort = mpdPort
+        self.stopped = stopped
         player = ApplicationMusicPlayer(engineConfiguration: ApplicationMusicPlayer.defaultEngineConfiguration)
         stateURL = environment.dataDirectory.appendingPathComponent("system-player.json")
         operations = DaemonOperations(player: player, log: Self.log)
@@ -476,7 +484,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
     }
     private var signalSources: [DispatchSourceSignal] = []
 
-    /// Saves the state, stops playing, removes the socket and exits.
+    /// Saves the state, stops playing, removes the socket and calls `stopped`.
     private func shutdown() {
         persistQueue.sync { writeState() }
         player.stop()
@@ -486,7 +494,7 @@ package final class SystemPlayerServer: @unchecked Sendable {
             unlink(SystemPlayerWire.mpdSocketURL(environment).path)
         }
         log("musickitd \(getpid()) stopped")
-        exit(0)
+        stopped()
     }
 }
 

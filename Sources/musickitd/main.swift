@@ -85,7 +85,7 @@ if (ProcessInfo.processInfo.environment["MUSICKIT_AUDIO_DEVICE"] ?? "").isEmpty 
     if let device = settings.device, !device.isEmpty { setenv("MUSICKIT_AUDIO_DEVICE", device, 1) }
 }
 do {
-    if try !SystemPlayerServer(mpdPort: mpdPort).run() {
+    if try !SystemPlayerServer(mpdPort: mpdPort, stopped: { exit(0) }).run() {
         FileHandle.standardError.write(Data("musickitd: another musickitd already runs for this user\n".utf8))
     }
     exit(0)
