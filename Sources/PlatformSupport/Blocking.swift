@@ -7,6 +7,9 @@ import Synchronization
 /// rather than on a thread of the pool that has to be woken for it while this one only
 /// waits: `musickit play FILE`'s `player.play()` started ~0.18 ms sooner.
 package func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let thread = pthread_self()
+    WaitingThreads.add(thread)
+    defer { WaitingThreads.remove(thread) }
     let result = Mutex<Result<T, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task.immediate {
@@ -17,6 +20,31 @@ package func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws ->
     }
     done.wait()
     return try result.withLock { $0! }.get()
+}
+
+/// The threads blocked in `waitFor`. Async work that runs on one of them (before its first
+/// suspension) may block as well: it holds no thread of the concurrency pool, only one that
+/// waits for it anyway. Elsewhere, blocking work (opening a device) belongs on a thread of its
+/// own, so that the pool's few threads (one per CPU) and the main actor go on.
+package enum WaitingThreads {
+    private static let threads = Mutex<[pthread_t: Int]>([:])
+
+    /// Whether the calling thread is blocked in `waitFor` for the work running on it.
+    package static var includesCurrent: Bool {
+        let thread = pthread_self()
+        return threads.withLock { $0[thread] != nil }
+    }
+
+    fileprivate static func add(_ thread: pthread_t) {
+        threads.withLock { $0[thread, default: 0] += 1 }
+    }
+
+    fileprivate static func remove(_ thread: pthread_t) {
+        threads.withLock { threads in
+            let count = (threads[thread] ?? 1) - 1
+            threads[thread] = count > 0 ? count : nil
+        }
+    }
 }
 
 /// Per thread: when its blocking waits give up. A thread that opens a stream (the caller of

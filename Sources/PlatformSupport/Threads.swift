@@ -69,8 +69,8 @@ package final class PlatformThread: @unchecked Sendable {
     /// Starts `body` on a new thread called `name` that ends on its own: the one way this
     /// package starts a thread it does not join (named, so that `top -H` and a debugger say
     /// whose it is).
-    package static func detached(name: String, body: @escaping @Sendable () -> Void) {
-        PlatformThread(name: name, body: body).detach()
+    package static func detached(name: String, startsOnAnotherCPU: Bool = false, body: @escaping @Sendable () -> Void) {
+        PlatformThread(name: name, startsOnAnotherCPU: startsOnAnotherCPU, body: body).detach()
     }
 
     /// Asks for SCHED_FIFO at `priority` for the calling thread. Returns false (and changes

@@ -1,5 +1,6 @@
 import AudioEngine
 import Foundation
+import PlatformSupport
 import Synchronization
 
 extension AudioEngineConfiguration {
@@ -350,18 +351,36 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         control.withLock { $0.intent = .playing }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             control.withLock { $0.startWaiters.append(continuation) }
-            do throws(AudioEngineError) {
-                try engine.play(startingAtSeconds: startSeconds)
-            } catch {
-                // Every play() waiting for this start (this one among them) gets the error.
-                let waiters = control.withLock { control in
-                    control.intent = .stopped
-                    control.restoreStartTime()
-                    defer { control.startWaiters = [] }
-                    return control.startWaiters
+            Self.offThePool { [self] in
+                // A pause() or stop() that came before a start's own thread ran has answered
+                // the waiters already: nothing is started for them.
+                guard control.withLock({ $0.intent == .playing }) else { return }
+                do throws(AudioEngineError) {
+                    try engine.play(startingAtSeconds: startSeconds)
+                } catch {
+                    // Every play() waiting for this start (this one among them) gets the error.
+                    let waiters = control.withLock { control in
+                        control.intent = .stopped
+                        control.restoreStartTime()
+                        defer { control.startWaiters = [] }
+                        return control.startWaiters
+                    }
+                    for waiter in waiters { waiter.resume(throwing: Self.startError(error)) }
                 }
-                for waiter in waiters { waiter.resume(throwing: Self.startError(error)) }
             }
+        }
+    }
+
+    /// Runs a start's blocking part (opening the device and the first entry: a sound server's
+    /// answers, a download's first bytes) where it holds no thread of the concurrency pool and
+    /// not the main actor: on this thread when it is one `waitFor` blocks anyway (the CLI,
+    /// musickitd: no hand-off on the path to the first sound), else on a thread of its own,
+    /// started on another CPU than this one (see `PlatformThread`; ~0.1 ms).
+    private static func offThePool(_ work: @escaping @Sendable () -> Void) {
+        if WaitingThreads.includesCurrent {
+            work()
+        } else {
+            PlatformThread.detached(name: "musickit.start", startsOnAnotherCPU: true, body: work)
         }
     }
 
@@ -405,11 +424,16 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
         let engine = self.engine
         guard engine.status == .stopped || engine.status == .finished else { return }
         let startSeconds = try await prepareSession(engine)
-        do throws(AudioEngineError) {
-            try engine.prepare(startingAtSeconds: startSeconds)
-        } catch {
-            control.withLock { $0.restoreStartTime() }
-            throw Self.startError(error)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Self.offThePool { [self] in
+                do throws(AudioEngineError) {
+                    try engine.prepare(startingAtSeconds: startSeconds)
+                    continuation.resume()
+                } catch {
+                    control.withLock { $0.restoreStartTime() }
+                    continuation.resume(throwing: Self.startError(error))
+                }
+            }
         }
     }
 
