@@ -96,9 +96,8 @@ public final class AudioEngine: Sendable {
     /// for its own (libsndfile: ~0.8 ms) and gets ready beside the rest. (`musickit play` on a
     /// PulseAudio device finds libpulse loaded already, and its connection begun:
     /// Sources/CEarlyRequest/EarlyLoad.c does both on a thread of its own from process start.)
-    /// An empty task made here first, for the concurrency runtime's one-time setup, slowed the
-    /// play command's start once libpulse was loaded at process start: without it, 0.15–0.47 ms
-    /// sooner on each of its three devices (30 runs in turn).
+    /// No task is made here to set the concurrency runtime up early: once libpulse is loaded at
+    /// process start, that setup only competes with the start for the loader's lock.
     ///
     /// `runner`: a thread the program has running already, which runs the warm-up if it takes it
     /// (returns true); otherwise the warm-up gets a thread of its own. (`musickit play` hands it

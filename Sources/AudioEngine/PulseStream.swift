@@ -19,10 +19,9 @@ import Glibc
 /// over what it had rendered ahead and mixing the spare in from its first frame, where frames
 /// written into the playing stream wait behind what the sink rendered ahead (up to one block of
 /// the sink).
-/// Measured through the test sink (Benchmarks/RESULTS.md, 2026-12-03): a libpulse client in C
-/// switched in 0.55–0.75 ms against 1.0–1.7 writing in place, the engine in 1.16 ms against
-/// 1.43 (medians, in turn), and in 0.71–0.85 ms once the stream asked for its timing itself
-/// (`timingTimer`); the server's debug log shows one rewind per switch, with
+/// A switch is heard sooner than a write in place, in C as in the engine, and sooner still once
+/// the stream asks for its timing itself (`timingTimer`): Benchmarks/RESULTS.md, 2026-12-03.
+/// The server's debug log shows one rewind per switch, with
 /// only silence in the spare's render queue, so no frame of the new entry is dropped (a
 /// monitor, which already sent what the sink had rendered ahead, does not show the first
 /// frames that the rewind put in its place, as with any stream's start). A single stream
@@ -104,9 +103,8 @@ final class PulseStream: VolumeControlledOutput, @unchecked Sendable {
     /// libpulse's own (`PA_STREAM_AUTO_TIMING_UPDATE`) sends a timing request before and after
     /// every cork and trigger and after a write that seeks, so a switch went out as request,
     /// cork, request, frames, request, trigger, request, and the server answers each request
-    /// with a round trip to its sink's thread before it reads the next command. Without them,
-    /// through the test sink, 3 alternations of 15 (Benchmarks/RESULTS.md, 2026-12-03
-    /// afternoon): native skip 0.97, 1.11, 0.84 ms against 1.51, 1.18, 1.45.
+    /// with a round trip to its sink's thread before it reads the next command, so every skip
+    /// waited for those round trips (Benchmarks/RESULTS.md, 2026-12-03 afternoon).
     private var timingTimer: LibPulse.TimeEvent?
     private var timingIntervalInMicroseconds: UInt64 = PulseStream.firstTimingInterval
     private static let firstTimingInterval: UInt64 = 10_000

@@ -24,11 +24,9 @@
 //   (AudioEngine.warmUpDevice) to this thread, which runs it once the connection is begun
 //   (musickit_early_thread_run, PlayCommand.runOnEarlyThread). It parses its arguments and
 //   starts on its first file, whose decoder library waits for the load to end.
-// Measured (a trace, 100 runs in turn, medians, from the spawn to the stream's start): the library
-// loaded in the constructor itself, before the runtime's start, 5.66 ms; on this thread, 5.33;
-// with the warm-up handed over too, 4.89 (5.31 without, in the same runs; its first file is read
-// while the library loads). MUSICKIT_NO_EARLY_LOAD=1 turns the load, the connection and the hand-over off
-// (for comparisons).
+// Each of these steps made the stream start sooner, measured from the spawn (Benchmarks/RESULTS.md,
+// "The command line's start"). MUSICKIT_NO_EARLY_LOAD=1 turns the load, the connection and the
+// hand-over off (for comparisons).
 #define _GNU_SOURCE  // sched_getcpu, CPU_CLR, pthread_attr_setaffinity_np
 #include "EarlyRequest.h"
 
@@ -121,9 +119,8 @@ static void *early_connect(void *unused) {
     // it loaded and binds nothing more: libpulse and most of what it needs are marked to be bound
     // at load time anyway (BIND_NOW), and the rest -- libsndfile and its codecs, which only the
     // decoder thread calls, X11's libraries, which this process never does -- bind a function at
-    // its first call instead of thousands of them here: the load took ~0.27 ms less, the first
-    // audio left ~0.24 ms sooner (a trace of 40 starts in turn, paired medians; Benchmarks/
-    // RESULTS.md, 2026-12-04). The
+    // its first call instead of thousands of them here, which shortens the load and so the start
+    // (Benchmarks/RESULTS.md, 2026-12-04). The
     // audio thread calls only libpulse, whose functions are all bound now. The handle stays open
     // for the process's life, as DynamicLibrary's do.
     void *library = dlopen("libpulse.so.0", RTLD_LAZY | RTLD_LOCAL);

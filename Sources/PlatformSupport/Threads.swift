@@ -20,8 +20,8 @@ package final class PlatformThread: @unchecked Sendable {
     /// `startsOnAnotherCPU`: for a thread whose creator goes on working, the thread starts on
     /// another CPU than the creator's when it may use one, and may then run anywhere the creator
     /// may. Linux puts a new thread on its creator's CPU, and while the creator keeps running
-    /// there the thread waits until the scheduler moves it: 1.8 ms on the two-CPU machine the
-    /// benchmarks run on, against 0.1–0.17 ms started elsewhere — the device that `musickit play`
+    /// there the thread waits until the scheduler moves it (milliseconds on a two-CPU machine,
+    /// Benchmarks/RESULTS.md) — the device that `musickit play`
     /// opens beside its other start-up work was heard that much later. Not the default: until
     /// it first runs, such a thread cannot use its creator's CPU, so real-time threads holding
     /// every other CPU would hold it back.

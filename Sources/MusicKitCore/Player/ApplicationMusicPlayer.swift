@@ -375,7 +375,7 @@ public final class ApplicationMusicPlayer: MusicPlayer, @unchecked Sendable {
     /// answers, a download's first bytes) where it holds no thread of the concurrency pool and
     /// not the main actor: on this thread when it is one `waitFor` blocks anyway (the CLI,
     /// musickitd: no hand-off on the path to the first sound), else on a thread of its own,
-    /// started on another CPU than this one (see `PlatformThread`; ~0.1 ms).
+    /// started on another CPU than this one (see `PlatformThread`).
     private static func offThePool(_ work: @escaping @Sendable () -> Void) {
         if WaitingThreads.includesCurrent {
             work()
