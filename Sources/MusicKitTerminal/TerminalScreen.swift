@@ -4,8 +4,9 @@ import MusicKitCore
 
 /// A full-screen view on a terminal: the alternate screen with the cursor hidden and, when
 /// `input` is a terminal, keys read one by one unechoed; everything put back when it is left,
-/// when the process exits and when it crashes (the fatal signals' handlers write the restoring
-/// sequence with async-signal-safe calls and die of the signal again). The screens of this
+/// when the process exits and when it crashes while it is shown (the fatal signals' handlers,
+/// in place only then, write the restoring sequence with async-signal-safe calls and hand the
+/// signal to the handler the process had before). The screens of this
 /// module (the music picker, the subscription offer) and of the CLI (now playing) draw through
 /// it. One at a time per process.
 package final class TerminalScreen: @unchecked Sendable {
@@ -70,15 +71,26 @@ package final class TerminalScreen: @unchecked Sendable {
         write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J")
     }
 
-    /// What puts the terminal back, from anywhere (including a signal handler).
+    /// What puts the terminal back, from anywhere (including a signal handler). Its fatal-signal
+    /// handlers are in place only while a screen is shown: `install` keeps the handlers the
+    /// process had (the app's own, or the default) and `restore` puts them back, and a fatal
+    /// signal meanwhile restores the terminal and is handed to them.
     private enum Restoration {
         nonisolated(unsafe) static var saved = termios()
         nonisolated(unsafe) static var hasSaved = false
         nonisolated(unsafe) static var active = false
         nonisolated(unsafe) static var input: Int32 = 0
         nonisolated(unsafe) static var output: Int32 = 1
+        nonisolated(unsafe) static var atExitRegistered = false
         static let sequence: [UInt8] = Array("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l".utf8)
         static let fatalSignals = [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP]
+        /// The handlers the process had before `install`, by position in `fatalSignals` (memory
+        /// of its own: a signal handler reads it, without Swift's access checks).
+        nonisolated(unsafe) static let previousHandlers: UnsafeMutablePointer<sigaction> = {
+            let handlers = UnsafeMutablePointer<sigaction>.allocate(capacity: 6)
+            handlers.initialize(repeating: sigaction(), count: 6)
+            return handlers
+        }()
 
         static func install(input: Int32, output: Int32, rawKeys: Bool) {
             Restoration.input = input
@@ -88,22 +100,27 @@ package final class TerminalScreen: @unchecked Sendable {
                 var raw = rawKeyMode(of: saved)
                 tcsetattr(input, TCSANOW, &raw)
             }
+            guard !active else { return }
             active = true
-            atexit { Restoration.restore() }
-            for number in fatalSignals {
+            if !atExitRegistered {
+                atExitRegistered = true
+                atexit { Restoration.restore() }
+            }
+            for (index, number) in fatalSignals.enumerated() {
                 var action = sigaction()
                 action.__sigaction_handler.sa_handler = { number in
+                    // Async-signal-safe only: write, tcsetattr, sigaction, raise.
                     Restoration.restore()
-                    signal(number, SIG_DFL)
-                    raise(number)
+                    raise(number)  // now with the handler the process had
                 }
-                sigaction(number, &action, nil)
+                sigaction(number, &action, previousHandlers + index)
             }
         }
 
         static func restore() {
             guard active else { return }
             active = false
+            for (index, number) in fatalSignals.enumerated() { sigaction(number, previousHandlers + index, nil) }
             sequence.withUnsafeBytes { _ = Glibc.write(output, $0.baseAddress, $0.count) }
             if hasSaved { tcsetattr(input, TCSANOW, &saved) }
         }
