@@ -13,9 +13,14 @@ synthesises for a standard conformance (`==` and `hash(into:)` for Equatable/Has
 a symbol graph made from source, though Apple's (made from its interface) lists them: they count as
 present when the type has that conformance here.
 
+It also compares the item types' conformances to Apple's item protocols (PlayableMusicItem,
+MusicLibraryAddable, ...) with API/apple-musickit-conformances.tsv: a conformance Apple has that
+is missing here breaks code from Apple platforms, and one Apple lacks breaks code written here.
+
 With --check BASELINE, exits 1 when a declaration listed in BASELINE (one `kind path declaration`
-a line, as --write-baseline writes it) is no longer present (the surface only grows), or when a
-public declaration that Apple does not have lacks "(Linux addition)" in its documentation.
+a line, as --write-baseline writes it) is no longer present (the surface only grows), when a
+public declaration that Apple does not have lacks "(Linux addition)" in its documentation, or
+when a conformance differs from Apple's.
 
 Usage: scripts/api_surface.py SYMBOLGRAPH_DIR [--check BASELINE] [--write-baseline FILE] [--details]
 """
@@ -28,6 +33,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "..", "API", "apple-musickit-public-surface.tsv")
+CONFORMANCES = os.path.join(HERE, "..", "API", "apple-musickit-conformances.tsv")
 
 MODULE_PREFIXES = re.compile(r"\b(?:FoundationEssentials|Foundation|MusicKit|Swift|_Concurrency|Observation)\.")
 ATTRIBUTES = re.compile(r"@(?:preconcurrency|warn_unqualified_access|MainActor|frozen|dynamicMemberLookup|"
@@ -123,6 +129,32 @@ def our_conformances(directory):
             if relationship["kind"] == "conformsTo" and relationship["source"] in paths:
                 conformances[paths[relationship["source"]]].add(relationship["target"])
     return conformances
+
+
+def conformance_differences(directory):
+    """Apple's item protocols (API/apple-musickit-conformances.tsv) against this package's
+    `conformsTo` relations, by the protocol's and the type's names: {protocol: (Apple's types,
+    missing here, extra here)}."""
+    paths, relations = {}, []
+    for path in glob.glob(os.path.join(directory, "**", "MusicKit*.symbols.json"), recursive=True):
+        with open(path, encoding="utf-8") as handle:
+            graph = json.load(handle)
+        for symbol in graph.get("symbols", []):
+            paths[symbol["identifier"]["precise"]] = ".".join(symbol.get("pathComponents", []))
+        relations += [r for r in graph.get("relationships", []) if r["kind"] == "conformsTo"]
+    ours = collections.defaultdict(set)
+    for relation in relations:
+        source = paths.get(relation["source"])
+        target = paths.get(relation["target"]) or relation.get("targetFallback", "").split(".")[-1]
+        if source:
+            ours[target].add(source)
+    apples = collections.defaultdict(set)
+    with open(CONFORMANCES, encoding="utf-8") as handle:
+        next(handle)
+        for line in handle:
+            protocol, conforming, _ = line.rstrip("\n").split("\t")
+            apples[protocol].add(conforming)
+    return {protocol: (types, types - ours[protocol], ours[protocol] - types) for protocol, types in apples.items()}
 
 
 def synthesised(path, conformances):
@@ -238,6 +270,17 @@ def main():
         for name, marked in added:
             print(f"  {'' if marked else 'UNMARKED '}{name}")
 
+    differences = conformance_differences(directory)
+    wrong = {protocol: found for protocol, found in differences.items() if found[1] or found[2]}
+    total_conformances = sum(len(types) for types, _, _ in differences.values())
+    print(f"\nConformances to Apple's {len(differences)} item protocols (API/apple-musickit-conformances.tsv): "
+          f"{total_conformances} listed; protocols with a missing or an extra conforming type: {len(wrong)}")
+    for protocol, (_, missing_types, extra_types) in sorted(wrong.items()):
+        for name in sorted(missing_types):
+            print(f"  missing: {name}: {protocol}")
+        for name in sorted(extra_types):
+            print(f"  extra (Apple's {name} is not {protocol}: code written here would not compile there): {name}: {protocol}")
+
     lines = sorted(f"{kind}\t{path}\t{declaration}" for kind, path, declaration in present)
     if write:
         with open(write, "w", encoding="utf-8") as handle:
@@ -255,6 +298,9 @@ def main():
             sys.exit(1)
         if unmarked:
             print("\nevery public declaration Apple does not have says \"(Linux addition)\" in its documentation")
+            sys.exit(1)
+        if wrong:
+            print("\nthe item types conform to exactly Apple's item protocols")
             sys.exit(1)
         print(f"\nnone of the {len(baseline)} declarations present before is missing")
 
