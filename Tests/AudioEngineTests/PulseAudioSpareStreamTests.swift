@@ -63,11 +63,18 @@ final class PulseAudioSpareStreamTests: XCTestCase {
         try PulseSinkInput.waitFor("the last switch is over", server: server.address, spareIsReady)
         XCTAssertEqual(engine.statistics.underruns, 0)
         engine.stop()
+        // The stop's corks reach the server after `stop()` returns (libpulse sends them from
+        // its own thread): the log is read once the server has taken both, or after 5 s.
+        func corks() -> [String] {
+            let log = (try? String(contentsOf: server.logURL, encoding: .utf8)) ?? ""
+            return Array(log.components(separatedBy: "Requesting rewind due to corking").dropFirst())
+        }
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while corks().count < 5 && Date() < deadline { usleep(20_000) }
         server.stop()
 
-        let log = try String(contentsOf: server.logURL, encoding: .utf8)
         // What follows each cork of a playing stream: the three switches, then the stop.
-        let afterCorks = log.components(separatedBy: "Requesting rewind due to corking").dropFirst()
+        let afterCorks = corks()
         XCTAssertEqual(afterCorks.count, 5, "three switches cork a stream, the stop both (the spare too: see PulseStream.corkSpare)")
         for (index, segment) in afterCorks.prefix(3).enumerated() {
             let endsOfUnderrun = segment.components(separatedBy: "Requesting rewind due to end of underrun").count - 1
