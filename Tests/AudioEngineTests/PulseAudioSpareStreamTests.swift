@@ -75,7 +75,8 @@ final class PulseAudioSpareStreamTests: XCTestCase {
 
         // What follows each cork of a playing stream: the three switches, then the stop.
         let afterCorks = corks()
-        XCTAssertEqual(afterCorks.count, 5, "three switches cork a stream, the stop both (the spare too: see PulseStream.corkSpare)")
+        XCTAssertEqual(afterCorks.count, 5, "three switches cork a stream, the stop both (the spare too: see PulseStream.corkSpare); "
+                       + "after the last cork the server logged: \(afterCorks.last?.suffix(3_000) ?? "")")
         for (index, segment) in afterCorks.prefix(3).enumerated() {
             let endsOfUnderrun = segment.components(separatedBy: "Requesting rewind due to end of underrun").count - 1
             XCTAssertEqual(endsOfUnderrun, 1, "switch \(index + 1) ends the spare's underrun once (the log: \(segment.suffix(2_000)))")
