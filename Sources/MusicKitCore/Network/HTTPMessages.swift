@@ -45,8 +45,7 @@ package struct HTTPRequest: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// The head of an HTTP response as HTTPClient reads it: status code and header fields.
-package final class HTTPResponse: Hashable, CustomStringConvertible, @unchecked Sendable {
-    // @unchecked: immutable after init.
+package struct HTTPResponse: Hashable, Sendable, CustomStringConvertible {
     package let url: URL
     package let statusCode: Int
     /// Header fields as received (names as the server wrote them).
@@ -103,16 +102,6 @@ package final class HTTPResponse: Hashable, CustomStringConvertible, @unchecked 
             default: "server error"
             }
         }
-    }
-
-    package static func == (lhs: HTTPResponse, rhs: HTTPResponse) -> Bool {
-        lhs.url == rhs.url && lhs.statusCode == rhs.statusCode && lhs.headerFields == rhs.headerFields
-    }
-
-    package func hash(into hasher: inout Hasher) {
-        hasher.combine(url)
-        hasher.combine(statusCode)
-        hasher.combine(headerFields)
     }
 
     package var description: String {
