@@ -14,18 +14,20 @@
 @_exported import MusicKitCore
 
 extension MusicDataRequest {
-    /// The request the app gave (`init(urlRequest:)`), or, for a request MusicKit made itself,
-    /// the one it sends.
+    /// The request the app gave (`init(urlRequest:)`, the only way a `MusicDataRequest` is made).
     public var urlRequest: URLRequest {
-        if let given = appRequest?.value.base as? URLRequest { return given }
-        return httpRequest.urlRequest
+        appRequest.value.base as! URLRequest
     }
 
     /// A request for `urlRequest`. What is sent: its URL, method, header fields, body and
     /// `timeoutInterval` (for connecting and each wait); its cache policy is not used
     /// (MusicKit's requests always load) and a body stream is not sent.
     public init(urlRequest: URLRequest) {
-        self.init(httpRequest: HTTPRequest(urlRequest), appRequest: AppRequest(urlRequest))
+        var sent = HTTPRequest(url: urlRequest.url, timeoutInterval: urlRequest.timeoutInterval)
+        sent.httpMethod = urlRequest.httpMethod
+        sent.allHTTPHeaderFields = urlRequest.allHTTPHeaderFields
+        sent.httpBody = urlRequest.httpBody
+        self.init(httpRequest: sent, appRequest: AppRequest(urlRequest))
     }
 }
 
@@ -36,23 +38,5 @@ extension MusicDataResponse {
         // 100...999, so Foundation's initializer cannot fail.
         HTTPURLResponse(url: httpResponse.url, statusCode: httpResponse.statusCode,
                         httpVersion: "HTTP/1.1", headerFields: httpResponse.headerFields)!
-    }
-}
-
-extension HTTPRequest {
-    init(_ request: URLRequest) {
-        self.init(url: request.url, timeoutInterval: request.timeoutInterval)
-        httpMethod = request.httpMethod
-        allHTTPHeaderFields = request.allHTTPHeaderFields
-        httpBody = request.httpBody
-    }
-
-    var urlRequest: URLRequest {
-        // Only MusicKit's own requests have no app request, and those are always made with a URL.
-        var request = URLRequest(url: url!, timeoutInterval: timeoutInterval)
-        request.httpMethod = httpMethod
-        request.allHTTPHeaderFields = allHTTPHeaderFields
-        request.httpBody = httpBody
-        return request
     }
 }

@@ -173,7 +173,7 @@ struct AppleMusicCatalog: Sendable {
         }
         let response: MusicDataResponse
         do {
-            response = try await MusicDataRequest(httpRequest: HTTPRequest(url: url)).response()
+            response = try await MusicDataRequest.response(to: HTTPRequest(url: url))
         } catch let error as URLError {
             guard let cached else { throw error }
             return (cached.body, .cache(fetchDate: cached.fetched, isStale: true), url)

@@ -7,14 +7,15 @@ import Foundation
 /// Its `init(urlRequest:)` and `urlRequest`, which name Foundation's `URLRequest`, are the
 /// `MusicKit` module's (Sources/MusicKit): this module does not link FoundationNetworking (see
 /// HTTPMessages.swift), so it keeps what is sent as an `HTTPRequest`, and the app's own
-/// `URLRequest`, when it gave one, as it was given.
+/// `URLRequest` as it was given. MusicKit's own requests to the API skip the struct:
+/// `response(to:)`.
 public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
     /// What `response()` sends (before the tokens are added).
     package let httpRequest: HTTPRequest
-    /// The app's `URLRequest`, kept whole for `urlRequest` (nil for requests made here).
-    package let appRequest: AppRequest?
+    /// The app's `URLRequest`, kept whole for `urlRequest`.
+    package let appRequest: AppRequest
 
-    package init(httpRequest: HTTPRequest, appRequest: AppRequest? = nil) {
+    package init(httpRequest: HTTPRequest, appRequest: AppRequest) {
         self.httpRequest = httpRequest
         self.appRequest = appRequest
     }
@@ -62,7 +63,7 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
             let developerToken = try? await provider.developerToken(options: [])
             if let developerToken, (try? await provider.userToken(for: developerToken, options: [])) != nil {
                 let url = baseURL.appendingPathComponent("v1/me/storefront")
-                let response = try await MusicDataRequest(httpRequest: HTTPRequest(url: url)).response()
+                let response = try await MusicDataRequest.response(to: HTTPRequest(url: url))
                 guard let storefront = (try? JSONValue.parse(response.data))?["data"]?.array?.first?["id"]?.string else {
                     throw MusicDataRequest.Error(status: response.httpResponse.statusCode, code: 0,
                                                  title: "Unexpected response", detailText: "no storefront in the answer of \(url)",
@@ -78,7 +79,12 @@ public struct MusicDataRequest: Hashable, Sendable, CustomStringConvertible {
     /// `MusicDataRequest.Error` (from the API's `errors` body), a failed transfer `URLError`.
     /// `429` and `5xx` answers are tried again a few times first (see `RetryPolicy`).
     public func response() async throws -> MusicDataResponse {
-        var request = httpRequest
+        try await Self.response(to: httpRequest)
+    }
+
+    /// `response()` for `request`: what MusicKit sends the API itself (the catalog, the storefront).
+    package static func response(to request: HTTPRequest) async throws -> MusicDataResponse {
+        var request = request
         request.url = request.url.map(MusicDataRequest.routed)
         let provider = MusicDataRequest.tokenProvider
         if request.value(forHTTPHeaderField: "Authorization") == nil {
