@@ -18,6 +18,14 @@ struct EngineBenchmarks {
     private func configuration() -> AudioEngineConfiguration {
         var configuration = AudioEngineConfiguration(deviceName: device)
         configuration.sampleFormats = [.int16]
+        // Another device buffer, to compare it with the engine's in the same build (usage).
+        let environment = ProcessInfo.processInfo.environment
+        if let milliseconds = environment["MUSICKIT_BENCH_BUFFER_MS"].flatMap(Int.init) {
+            configuration.bufferDuration = .milliseconds(milliseconds)
+        }
+        if let microseconds = environment["MUSICKIT_BENCH_REFILL_US"].flatMap(Int.init) {
+            configuration.refillDuration = .microseconds(microseconds)
+        }
         return configuration
     }
 

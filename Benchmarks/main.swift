@@ -25,6 +25,9 @@ MUSICKIT_BENCH_CLI: the musickit to time (scripts/bench passes scripts/build's);
 another build, started in turn with it run by run in the cli and cost groups (rows marked [other build];
 the cost group takes the musickitd beside it, or MUSICKITD_OTHER), to compare two builds in one run on
 this noisy machine.
+MUSICKIT_BENCH_BUFFER_MS, MUSICKIT_BENCH_REFILL_US: the engine rows' device buffer and refill (default the
+engine's, 750 ms and 180 ms), to compare configurations in one build (50 and 5805: the 50 ms buffer of before
+the deep buffer).
 """
 
 var runs = 9

@@ -51,10 +51,16 @@ struct AudioRenderer: ~Copyable {
     /// staged in whole periods of this; the device's own period (when it wakes the thread) is
     /// much longer.
     private let periodFrames: Int
-    /// Frames staged before the device starts: the start buffer less two periods, and less
-    /// than a full buffer, so the device still has room for a period when it starts (a full
-    /// buffer played out before the first pointer query looks to ALSA's pulse plugin like no
-    /// progress at all). The rest of the deep buffer follows once the device runs.
+    /// Frames staged before the device starts: the start buffer less two periods, or the
+    /// device's period when that is more, and less than a full buffer, so the device still has
+    /// room for a period when it starts (a full buffer played out before the first pointer query
+    /// looks to ALSA's pulse plugin like no progress at all). The device's period because ALSA's
+    /// pulse plugin makes it the stream's `prebuf` (it raises the start threshold to a period):
+    /// a start that writes less waits at the server for the plugin's trigger, which queues behind
+    /// its uncork and two timing requests, each a round trip to the server's I/O thread; one
+    /// that writes a period is played as its frames arrive (Benchmarks/RESULTS.md, "The start
+    /// regression explained"). A cold start does not wait for it: it writes what is decoded.
+    /// The rest of the deep buffer follows once the device runs.
     private let prefillLimitInFrames: Int
     /// While the device holds at least this much, a late decoder is waited for; below it,
     /// silence is written (an underrun) so that the device does not run dry.
@@ -183,7 +189,9 @@ struct AudioRenderer: ~Copyable {
         channelCount = configuration.channelCount
         self.periodFrames = periodFrames
         let startBuffer = min(startBufferFrames, configuration.bufferSizeInFrames)
-        prefillLimitInFrames = max(periodFrames, startBuffer - 2 * periodFrames)
+        let outputPeriod = (configuration.periodSizeInFrames + periodFrames - 1) / periodFrames * periodFrames
+        prefillLimitInFrames = max(periodFrames, startBuffer - 2 * periodFrames,
+                                   min(outputPeriod, configuration.bufferSizeInFrames - periodFrames))
         underrunFloorInFrames = startBuffer
         bytesPerFrame = configuration.bytesPerFrame
         format = configuration.sampleFormat

@@ -157,6 +157,12 @@ final class AudioRendererTests: XCTestCase {
         guard let start = operations.firstIndex(of: .start) else { return XCTFail("\(operations)") }
         XCTAssertEqual(operations[..<start].filter { if case .write = $0 { true } else { false } }.count, 1,
                        "what was staged goes in with one write, then the start: \(operations)")
+        // At least the output's period: ALSA's pulse plugin makes it the stream's `prebuf`, so
+        // less would be played only once the plugin's trigger got through the server.
+        guard case .write(let staged) = operations[start - 1] else { return XCTFail("\(operations)") }
+        XCTAssertGreaterThanOrEqual(staged, rig.refillFrames, "a prepared start writes the output's period at once")
+        XCTAssertLessThan(staged, rig.configuration.pcmRequest(sampleRate: rate).bufferSizeInFrames,
+                          "and leaves the output room")
         output.waitUntilFull(slack: rig.renderPeriodFrames)
         play(rig, frames: rate)
         assertHeard(output.heard, equals: frames(rig.signals[0], 0 ..< rate), "the first second")

@@ -600,10 +600,12 @@ final class EngineCaptureTests: XCTestCase {
     }
 
     func testSkipTakesTheNextEntryFromTheRingWhenItIsAlreadyDecoded() throws {
-        // Shorter than the crossing lead (the preroll size): the decoder moves on at once.
-        let short = TestSignal.sweep(frames: 6_000)
+        // Shorter than the crossing lead (8,820 frames: four start buffers), so the decoder moves
+        // on at once, and longer than what the prepared engine stages (the output's period,
+        // 8,192 frames), so the next entry's start is in the ring, not in the staging.
+        let short = TestSignal.sweep(frames: 8_600)
         let second = TestSignal.sweep(frames: 12_000, startHz: 3_000, endHz: 100)
-        let paths = try album(short + second, cuts: [6_000])
+        let paths = try album(short + second, cuts: [8_600])
         var skips = AudioEngineStatistics.SkipSources()
         let (capture, _) = try captureAfter(paths) { engine in
             usleep(200_000)  // the decoder reaches the second entry long before this
