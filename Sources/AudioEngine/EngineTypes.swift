@@ -213,10 +213,11 @@ public struct AudioEngineConfiguration: Sendable, Equatable {
     /// The least a start (and a skip or a seek) writes before it starts the device. It writes up
     /// to the device's period when that much is decoded (ALSA's pulse plugin plays a stream from
     /// a period, whatever the start threshold), the rest of the buffer following as the decoder
-    /// delivers it: a start does not wait for a deep buffer's worth of decoding. Also the floor below which the engine pads with silence when the decoder
-    /// is late (an underrun), rather than letting the device run dry: above it, it waits for the
-    /// decoder. 50 ms rode out the 25 ms stalls measured under load on a shared 2-core VM
-    /// (Benchmarks/RESULTS.md, "The device buffer: 50 ms"), where 23 ms did not.
+    /// delivers it: a start does not wait for a deep buffer's worth of decoding. Also the floor
+    /// below which the engine pads with silence when the decoder is late (an underrun), rather
+    /// than letting the device run dry: above it, it waits for the decoder. 50 ms rode out the
+    /// 25 ms stalls measured under load on a shared 2-core VM (Benchmarks/RESULTS.md, "The device
+    /// buffer: 50 ms"), where 23 ms did not.
     public var startBufferDuration: Duration = .milliseconds(50)
     /// Decoded audio kept ahead of the device, in frames: 8.9 s at 44.1 kHz (3 MB), so playback
     /// rides out a decoder held up for seconds (slow storage, a network mount, a spun-down
