@@ -1,6 +1,8 @@
 import AudioEngine
 import AudioMeasurement
 import Foundation
+import Glibc
+import MusicKitCore
 
 /// The engine measured from outside: calls are timestamped with CLOCK_MONOTONIC and the
 /// sound is found in the PulseAudio null sink's monitor recording.
@@ -193,10 +195,33 @@ struct EngineBenchmarks {
         }
     }
 
-    /// 60 s of a continuous sweep while `stress-ng --cpu 2 --io 1` (or, without stress-ng,
-    /// two busy loops) loads the machine: the engine's underruns and xruns, and the monitor
-    /// compared with the file frame by frame (a dropout or an inserted silence shows).
-    func underLoad() {
+    /// What loads the machine while `underLoad` plays.
+    enum Load {
+        /// `stress-ng --cpu 2 --io 1` (or, without stress-ng, a busy loop per core).
+        case stress
+        /// Clean debug builds of the package at this folder, one after another, in a scratch
+        /// folder of their own: what a user who compiles beside the player does to it
+        /// (issue #41 asks for 0 xruns there).
+        case debugBuild(package: URL)
+    }
+
+    /// 60 s of a continuous sweep while `load` loads the machine: the engine's underruns and
+    /// xruns, and the monitor compared with the file frame by frame (a dropout or an inserted
+    /// silence shows).
+    func underLoad(_ loadKind: Load = .stress) {
+        if case .debugBuild(let package) = loadKind {
+            guard let swift = DebugBuildLoop.swiftOnPath() else {
+                progress("swift is not on PATH: the debug-build load is not measured")
+                return
+            }
+            guard let builds = DebugBuildLoop.start(swift: swift, package: package) else { return }
+            defer { builds.stop() }
+            // The first seconds resolve the package and plan the build; by then it compiles.
+            Thread.sleep(forTimeInterval: 5)
+            play60Seconds(load: "clean debug builds of this package (swift build, \(ProcessInfo.processInfo.activeProcessorCount) cores)",
+                          rowLoad: "beside a debug build")
+            return
+        }
         var hogs: [Process] = []
         let load: String
         if let stress = PeerBenchmarks.installed("stress-ng") {
@@ -220,6 +245,12 @@ struct EngineBenchmarks {
         }
         defer { for hog in hogs { hog.terminate(); hog.waitUntilExit() } }
         Thread.sleep(forTimeInterval: 1)
+        play60Seconds(load: load, rowLoad: "under load")
+    }
+
+    /// Plays the 60 s sweep from a cold start and adds the row: underruns, xruns, and the
+    /// monitor against the file.
+    private func play60Seconds(load: String, rowLoad: String) {
         let configuration = configuration()
         let probe = SchedulingLatencyProbe(realtimePriority: configuration.realtimePriority)
         let engine = AudioEngine(configuration: configuration)
@@ -234,13 +265,61 @@ struct EngineBenchmarks {
         engine.stop()
         settle()
         let buffer = statistics.device.map { "buffer \(format(Double($0.bufferSizeInFrames) * 1_000 / Double($0.sampleRate))) ms, " } ?? ""
-        report.add(Row("\(name) underruns + xruns, 60 s under load", unit: "count",
+        report.add(Row("\(name) underruns + xruns, 60 s \(rowLoad)", unit: "count",
                        values: [Double(statistics.underruns + statistics.xruns)],
                        note: "\(load); underruns \(statistics.underruns), xruns \(statistics.xruns), \(buffer)realtime thread: "
                            + "\(statistics.isRealtime); at the monitor: \(check.mismatchedFrames) of \(check.comparedFrames) "
                            + "frames differ from the file (landing +\(check.landingFrame.map(String.init) ?? "?")"
                            + (check.firstDifferenceDescription.map { "; \($0)" } ?? "") + "); "
                            + SchedulingLatencyProbe.describe(stalls)))
+    }
+}
+
+/// Clean debug builds of a package, one after another, in a session of their own so that
+/// stopping them reaches the compilers SwiftPM starts (each in a process group of its own).
+struct DebugBuildLoop {
+    let shell: pid_t
+    let scratch: URL
+
+    /// The `swift` the user builds with: the first on `PATH` (a toolchain is often in /opt).
+    static func swiftOnPath() -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("swift") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    static func start(swift: URL, package: URL) -> DebugBuildLoop? {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("musickit-bench-build-\(getpid())")
+        let script = #"trap 'exit 0' INT TERM; while :; do rm -rf "$1"; "$2" build --package-path "$3" --scratch-path "$1"; done"#
+        switch spawnProcess(["/bin/sh", "-c", script, "sh", scratch.path, swift.path, package.path],
+                            environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null", newSession: true) {
+        case .success(let shell): return DebugBuildLoop(shell: shell, scratch: scratch)
+        case .failure(let error):
+            progress("the debug-build load did not start: \(error)")
+            return nil
+        }
+    }
+
+    /// Interrupts the build (SwiftPM stops its compilers on SIGINT), waits up to 10 s for the
+    /// loop to end, kills whatever of the session is left, and removes the scratch folder.
+    func stop() {
+        kill(-shell, SIGINT)
+        var status: Int32 = 0
+        for _ in 0..<100 where waitpid(shell, &status, WNOHANG) == 0 { usleep(100_000) }
+        for process in sessionMembers() { kill(process, SIGKILL) }
+        _ = waitpid(shell, &status, WNOHANG)
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    /// The processes whose session is the loop's (field 6 of /proc/PID/stat).
+    private func sessionMembers() -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(pid_t.init).filter { process in
+            guard let stat = try? String(contentsOfFile: "/proc/\(process)/stat", encoding: .utf8),
+                  let end = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            return fields.count > 3 && pid_t(fields[3]) == shell
+        }
     }
 }
 

@@ -10,7 +10,8 @@ let usage = """
 usage: musickit-bench [--runs N] [--only GROUP[,GROUP...]] [--no-peers] [--songs N] [--mutants N] [--fuzz-seed N]
                       [--protocol-cases N] [--cost-rounds N] [--cost-window SECONDS] [--output FILE]
 
-groups: cost, ttfa, skip, seek, volume, loudness, gap, cpu, load, player, preview, system, ring, decode, cli, screens, peers,
+groups: cost, ttfa, skip, seek, volume, loudness, gap, cpu, load (60 s under stress-ng, then beside clean debug builds of
+this package), player, preview, system, ring, decode, cli, screens, peers,
 catalog, library, snapcast (two rooms on Snapcast: sync over a minute, and `next`, musickitd beside MPD's fifo output), and
 fuzz (only when asked for: decoder fuzzing through `musickit probe`, then protocol fuzzing of musickitd's MPD
 socket, wire and MPRIS, on the test sink; exits 1 when a mutant crashed or hung, or the daemon stopped answering)
@@ -194,7 +195,12 @@ if realTimeGroups.contains(where: { wants($0) }) {
         if wants("skip") { progress("skip latency, native PulseAudio"); native.skipLatency() }
         if wants("seek") { progress("seek latency, native PulseAudio"); native.seekLatency() }
         if wants("volume") { progress("volume change, native PulseAudio"); native.volumeLatency() }
-        if wants("load") { progress("60 s under load, native PulseAudio"); native.underLoad() }
+        if wants("load") {
+            progress("60 s under load, native PulseAudio")
+            native.underLoad()
+            progress("60 s beside a debug build, native PulseAudio")
+            native.underLoad(.debugBuild(package: repository))
+        }
     }
     if wants("loudness") {
         progress("loudness: measuring the previews, then each heard without and with Sound Check")
@@ -202,7 +208,12 @@ if realTimeGroups.contains(where: { wants($0) }) {
     }
     if wants("gap") { progress("gapless boundary"); engine.gaplessBoundary() }
     if wants("cpu") { progress("audio thread CPU"); engine.audioThreadCPU() }
-    if wants("load") { progress("60 s under load"); engine.underLoad() }
+    if wants("load") {
+        progress("60 s under load")
+        engine.underLoad()
+        progress("60 s beside a debug build")
+        engine.underLoad(.debugBuild(package: repository))
+    }
     // The players on the device they take by default where a server is there (natively:
     // `AudioEngineConfiguration.automaticDeviceName`), the engine rows above on both.
     let playerDevice = nativeDevice ?? device
