@@ -301,13 +301,15 @@ struct DebugBuildLoop {
     }
 
     /// Interrupts the build (SwiftPM stops its compilers on SIGINT), waits up to 10 s for the
-    /// loop to end, kills whatever of the session is left, and removes the scratch folder.
+    /// loop to end, kills whatever of the session is left, reaps the loop's shell, and removes
+    /// the scratch folder.
     func stop() {
         kill(-shell, SIGINT)
         var status: Int32 = 0
         for _ in 0..<100 where waitpid(shell, &status, WNOHANG) == 0 { usleep(100_000) }
         for process in sessionMembers() { kill(process, SIGKILL) }
-        _ = waitpid(shell, &status, WNOHANG)
+        // Returns at once when the shell was reaped above; else it was just killed with the rest.
+        _ = waitpid(shell, &status, 0)
         try? FileManager.default.removeItem(at: scratch)
     }
 
