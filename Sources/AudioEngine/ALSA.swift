@@ -103,8 +103,8 @@ final class ALSAPCM: AudioOutput, @unchecked Sendable {
     let capabilities: AudioOutputCapabilities
     private var isClosed = false
 
-    /// Opens and configures `name` for playback. The stream does not start by itself:
-    /// the caller writes frames and calls `start()`.
+    /// Opens and configures `name` for playback. The stream starts when the caller calls
+    /// `start()`, or when a period is written into it before (`configure`).
     init(name: String, request: PCMRequest) throws(ALSAError) {
         self.name = name
         if let failure = musickit_alsa_load() {
@@ -224,13 +224,21 @@ final class ALSAPCM: AudioOutput, @unchecked Sendable {
         let sw = swPointer!
         defer { musickit_snd_pcm_sw_params_free(sw) }
         try alsaCall("snd_pcm_sw_params_current", device: name) { musickit_snd_pcm_sw_params_current(pcm, sw) }
-        var boundary: snd_pcm_uframes_t = 0
-        try alsaCall("snd_pcm_sw_params_get_boundary", device: name) {
-            musickit_snd_pcm_sw_params_get_boundary(sw, &boundary)
-        }
-        // Never start by itself: prepare() fills the buffer, play() starts it.
+        // Starts by itself once a period is in, which the engine writes only right before it
+        // calls start() (`AudioOutput`). A period because ALSA's pulse plugin makes the
+        // threshold, at least a period, in bytes, its stream's `prebuf`: the server then plays
+        // a new stream as the start's period of frames arrives, without waiting for the
+        // plugin's trigger, which queues behind its uncork (with a larger threshold, a seek
+        // through PulseAudio was measurably later), and holds the stream's read index until then.
+        // Not the boundary, the usual "never start": the boundary (the buffer times a power of
+        // two, up to 2^62) times the frame size wraps to 0 in the plugin's 32-bit `prebuf`, and
+        // a stream with `prebuf` 0 runs its read index on from the moment it is connected:
+        // pipewire-pulse then skips as many of the first frames written as its graph played
+        // before they arrived, so a skip or a seek (each re-creates the plugin's stream) was
+        // heard a graph cycle late, 1,024 frames at that quantum (Benchmarks/RESULTS.md).
+        let startThreshold = periodSize
         try alsaCall("snd_pcm_sw_params_set_start_threshold", device: name) {
-            musickit_snd_pcm_sw_params_set_start_threshold(pcm, sw, boundary)
+            musickit_snd_pcm_sw_params_set_start_threshold(pcm, sw, startThreshold)
         }
         // Wakes the audio thread once a period (the engine's refill, ~180 ms) has room, not per
         // render period: with the deep buffer (~750 ms) a sound card's DMA runs on while the
@@ -273,7 +281,12 @@ final class ALSAPCM: AudioOutput, @unchecked Sendable {
         return result < 0 ? Int(result) : Int(delay)
     }
 
-    @inline(__always) func start() -> Int32 { musickit_snd_pcm_start(handle) }
+    /// Starts the device, or finds it started by the write of its first period (the start
+    /// threshold, `configure`).
+    @inline(__always) func start() -> Int32 {
+        if musickit_snd_pcm_state(handle) == SND_PCM_STATE_RUNNING { return 0 }
+        return musickit_snd_pcm_start(handle)
+    }
     /// Stops at once, discarding what the device holds.
     @inline(__always) func drop() -> Int32 { musickit_snd_pcm_drop(handle) }
     @inline(__always) func prepare() -> Int32 { musickit_snd_pcm_prepare(handle) }

@@ -10,8 +10,11 @@ import Synchronization
 /// or `prepare` on a running output that `.prepareDiscardsPlayback`), pause, and flags
 /// (`capabilities`).
 ///
-/// Every output behaves as a PCM that never starts by itself: frames written while stopped wait
-/// for `start()`, `drop()` discards what the output holds, `prepare()` readies a dropped output.
+/// Every output behaves as a PCM that starts when told: frames written while stopped wait for
+/// `start()` (an ALSA device starts by itself once a period is in, its start threshold: the
+/// engine writes a stopped output only right before it starts it, and `start()` on an output
+/// that runs succeeds), `drop()` discards what the output holds, `prepare()` readies a dropped
+/// output.
 /// The real-time operations return a negative errno on failure (-EAGAIN when full, -EPIPE after
 /// the output ran dry, -ESTRPIPE when suspended), as ALSA's do, so the render loop has one
 /// vocabulary; `failure(_:code:)` turns one into the output's own error for the person.

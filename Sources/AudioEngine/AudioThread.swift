@@ -54,8 +54,8 @@ struct AudioRenderer: ~Copyable {
     /// Frames staged before the device starts: the start buffer less two periods, or the
     /// device's period when that is more, and less than a full buffer, so the device still has
     /// room for a period when it starts (a full buffer played out before the first pointer query
-    /// looks to ALSA's pulse plugin like no progress at all). The device's period because ALSA's
-    /// pulse plugin makes it the stream's `prebuf` (it raises the start threshold to a period):
+    /// looks to ALSA's pulse plugin like no progress at all). The device's period because that is
+    /// the device's start threshold, which ALSA's pulse plugin makes its stream's `prebuf`:
     /// a start that writes less waits at the server for the plugin's trigger, which queues behind
     /// its uncork and two timing requests, each a round trip to the server's I/O thread; one
     /// that writes a period is played as its frames arrive (Benchmarks/RESULTS.md, "The start
@@ -66,8 +66,8 @@ struct AudioRenderer: ~Copyable {
     /// silence is written (an underrun) so that the device does not run dry.
     private let underrunFloorInFrames: Int
     /// Frames rendered wait here, in device format, before they go to the device. While it is
-    /// stopped, not in the device: a PCM plugin may start a stream by itself once enough is
-    /// written (ALSA's pulse plugin does, below the threshold one would guess), and nothing may
+    /// stopped, not in the device: an ALSA device starts by itself once a period is written (its
+    /// start threshold, which ALSA's pulse plugin makes its stream's `prebuf`), and nothing may
     /// be heard before `play()`; starting writes them in one call and starts the device at once.
     /// While it runs, so that a refill is one write (one packet to a sound server) rather than
     /// one per render period.
@@ -467,9 +467,9 @@ struct AudioRenderer: ~Copyable {
         if autoStart {
             guard prepareDeviceIfNeeded() else { return }
         } else {
-            // Prepared only when it starts: a stream prepared long before its start is not
-            // always silent until then (ALSA's pulse plugin lets a re-prepared stream run
-            // ahead while it waits, and the first frames written later are skipped).
+            // Prepared only when it starts: ALSA's pulse plugin connects the stream it makes at
+            // a prepare uncorked, so a stream prepared long before its start would run at the
+            // server, empty, until then.
             deviceNeedsPrepare = true
         }
         timeline.rewind(toPlayed: played, replayingFrom: replayFrom)

@@ -42,7 +42,6 @@ static __typeof__(snd_pcm_state) *p_snd_pcm_state;
 static __typeof__(snd_pcm_sw_params) *p_snd_pcm_sw_params;
 static __typeof__(snd_pcm_sw_params_current) *p_snd_pcm_sw_params_current;
 static __typeof__(snd_pcm_sw_params_free) *p_snd_pcm_sw_params_free;
-static __typeof__(snd_pcm_sw_params_get_boundary) *p_snd_pcm_sw_params_get_boundary;
 static __typeof__(snd_pcm_sw_params_malloc) *p_snd_pcm_sw_params_malloc;
 static __typeof__(snd_pcm_sw_params_set_avail_min) *p_snd_pcm_sw_params_set_avail_min;
 static __typeof__(snd_pcm_sw_params_set_start_threshold) *p_snd_pcm_sw_params_set_start_threshold;
@@ -95,7 +94,6 @@ static void load(void) {
     if (!(p_snd_pcm_sw_params = (__typeof__(snd_pcm_sw_params) *)dlsym(library, "snd_pcm_sw_params"))) { snprintf(load_error, sizeof load_error, "libasound.so.2 has no snd_pcm_sw_params"); load_failure = load_error; return; }
     if (!(p_snd_pcm_sw_params_current = (__typeof__(snd_pcm_sw_params_current) *)dlsym(library, "snd_pcm_sw_params_current"))) { snprintf(load_error, sizeof load_error, "libasound.so.2 has no snd_pcm_sw_params_current"); load_failure = load_error; return; }
     if (!(p_snd_pcm_sw_params_free = (__typeof__(snd_pcm_sw_params_free) *)dlsym(library, "snd_pcm_sw_params_free"))) { snprintf(load_error, sizeof load_error, "libasound.so.2 has no snd_pcm_sw_params_free"); load_failure = load_error; return; }
-    if (!(p_snd_pcm_sw_params_get_boundary = (__typeof__(snd_pcm_sw_params_get_boundary) *)dlsym(library, "snd_pcm_sw_params_get_boundary"))) { snprintf(load_error, sizeof load_error, "libasound.so.2 has no snd_pcm_sw_params_get_boundary"); load_failure = load_error; return; }
     if (!(p_snd_pcm_sw_params_malloc = (__typeof__(snd_pcm_sw_params_malloc) *)dlsym(library, "snd_pcm_sw_params_malloc"))) { snprintf(load_error, sizeof load_error, "libasound.so.2 has no snd_pcm_sw_params_malloc"); load_failure = load_error; return; }
     if (!(p_snd_pcm_sw_params_set_avail_min = (__typeof__(snd_pcm_sw_params_set_avail_min) *)dlsym(library, "snd_pcm_sw_params_set_avail_min"))) { snprintf(load_error, sizeof load_error, "libasound.so.2 has no snd_pcm_sw_params_set_avail_min"); load_failure = load_error; return; }
     if (!(p_snd_pcm_sw_params_set_start_threshold = (__typeof__(snd_pcm_sw_params_set_start_threshold) *)dlsym(library, "snd_pcm_sw_params_set_start_threshold"))) { snprintf(load_error, sizeof load_error, "libasound.so.2 has no snd_pcm_sw_params_set_start_threshold"); load_failure = load_error; return; }
@@ -144,7 +142,6 @@ snd_pcm_state_t musickit_snd_pcm_state(snd_pcm_t *pcm) { return p_snd_pcm_state 
 int musickit_snd_pcm_sw_params(snd_pcm_t *pcm, snd_pcm_sw_params_t *params) { return p_snd_pcm_sw_params ? p_snd_pcm_sw_params(pcm, params) : -ENOSYS; }
 int musickit_snd_pcm_sw_params_current(snd_pcm_t *pcm, snd_pcm_sw_params_t *params) { return p_snd_pcm_sw_params_current ? p_snd_pcm_sw_params_current(pcm, params) : -ENOSYS; }
 void musickit_snd_pcm_sw_params_free(snd_pcm_sw_params_t *obj) { if (p_snd_pcm_sw_params_free) p_snd_pcm_sw_params_free(obj); }
-int musickit_snd_pcm_sw_params_get_boundary(const snd_pcm_sw_params_t *params, snd_pcm_uframes_t *val) { return p_snd_pcm_sw_params_get_boundary ? p_snd_pcm_sw_params_get_boundary(params, val) : -ENOSYS; }
 int musickit_snd_pcm_sw_params_malloc(snd_pcm_sw_params_t **ptr) { return p_snd_pcm_sw_params_malloc ? p_snd_pcm_sw_params_malloc(ptr) : -ENOSYS; }
 int musickit_snd_pcm_sw_params_set_avail_min(snd_pcm_t *pcm, snd_pcm_sw_params_t *params, snd_pcm_uframes_t val) { return p_snd_pcm_sw_params_set_avail_min ? p_snd_pcm_sw_params_set_avail_min(pcm, params, val) : -ENOSYS; }
 int musickit_snd_pcm_sw_params_set_start_threshold(snd_pcm_t *pcm, snd_pcm_sw_params_t *params, snd_pcm_uframes_t val) { return p_snd_pcm_sw_params_set_start_threshold ? p_snd_pcm_sw_params_set_start_threshold(pcm, params, val) : -ENOSYS; }

@@ -51,7 +51,6 @@ snd_pcm_state_t musickit_snd_pcm_state(snd_pcm_t *pcm);
 int musickit_snd_pcm_sw_params(snd_pcm_t *pcm, snd_pcm_sw_params_t *params);
 int musickit_snd_pcm_sw_params_current(snd_pcm_t *pcm, snd_pcm_sw_params_t *params);
 void musickit_snd_pcm_sw_params_free(snd_pcm_sw_params_t *obj);
-int musickit_snd_pcm_sw_params_get_boundary(const snd_pcm_sw_params_t *params, snd_pcm_uframes_t *val);
 int musickit_snd_pcm_sw_params_malloc(snd_pcm_sw_params_t **ptr);
 int musickit_snd_pcm_sw_params_set_avail_min(snd_pcm_t *pcm, snd_pcm_sw_params_t *params, snd_pcm_uframes_t val);
 int musickit_snd_pcm_sw_params_set_start_threshold(snd_pcm_t *pcm, snd_pcm_sw_params_t *params, snd_pcm_uframes_t val);
