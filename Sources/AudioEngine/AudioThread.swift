@@ -777,7 +777,7 @@ struct AudioRenderer: ~Copyable {
         shared.xruns.store(xruns, ordering: .relaxed)
         _ = events.push(.xrun(total: xruns))
         decoderWake.signal()
-        // The device is prepared again and will not start by itself (start threshold).
+        // The device is prepared again: what comes next is staged, and written when it starts.
         let wasPlaying = isPlaying
         stagedFrames = 0
         timelineFrameAtRestart = playedFrame()
