@@ -349,56 +349,32 @@ final class StartIntegrityTests: XCTestCase {
     /// plays the new stream from the moment it is connected, and pipewire-pulse skips the first
     /// frames written by as much as its graph played before they came (a whole 1,024-frame cycle
     /// at that quantum; `ALSAPCM.configure` says why the start threshold is what sets it). Read
-    /// where PipeWire shows it, in `pw-dump`; a PulseAudio server shows no stream's `prebuf`.
+    /// where the server shows it: pipewire-pulse does, PulseAudio shows no stream's `prebuf`.
     func testThePulsePluginsStreamMadeAgainAtASkipWaitsForItsFirstFrames() throws {
         _ = try AudioTestEnvironment.requirePulse()
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/pw-dump"),
-              (try? pluginStreams()) != nil else { throw XCTSkip("not a PipeWire server: no pw-dump") }
         let engine = try engine(on: .pulsePlugin)
         engine.setQueue(AudioEntryList(paths: [silenceURL.path, sweepURL.path]))
         try engine.play()
-        let first = try waitForPluginStreams { !$0.isEmpty }
+        defer { engine.stop() }
+        func pluginStreams(_ streams: [PulseSinkInput]) -> [PulseSinkInput] {
+            streams.filter { $0.applicationName?.hasPrefix("ALSA plug-in") == true }
+        }
+        let first = pluginStreams(try PulseSinkInput.waitFor("the plugin's stream") { !pluginStreams($0).isEmpty })
+        guard first.allSatisfy({ $0.serial != nil && $0.prebufBytes != nil }) else {
+            throw XCTSkip("the server shows no stream's serial and prebuf (PulseAudio): \(first)")
+        }
+        let firstSerials = Set(first.compactMap(\.serial))
         engine.skipToNextEntry()
-        let made = try waitForPluginStreams { !$0.isEmpty && Set($0.keys).isDisjoint(with: first.keys) }
-        engine.stop()
-        XCTAssertEqual(made.count, 1, "one stream after the skip: \(made)")
-        for (node, prebuf) in made {
-            XCTAssertGreaterThan(prebuf, 0, "node serial \(node), made at the skip: its prebuf (bytes)")
-        }
-    }
-
-    /// This process's playback streams through ALSA's pulse plugin, as PipeWire's `pw-dump`
-    /// lists them: the node's serial (ids are used again, serials are not) → the stream's
-    /// `prebuf` in bytes.
-    private func pluginStreams() throws -> [Int: Int] {
-        let environment = ProcessInfo.processInfo.environment.filter { $0.key == "XDG_RUNTIME_DIR" }
-        let dump = try runTool("/usr/bin/pw-dump", [], environment: environment)
-        guard dump.code == 0, let objects = try JSONSerialization.jsonObject(with: Data(dump.out.utf8)) as? [[String: Any]] else {
-            throw XCTSkip("pw-dump: \(dump.out.prefix(200))")
-        }
-        var streams: [Int: Int] = [:]
-        for object in objects {
-            guard let info = object["info"] as? [String: Any], let properties = info["props"] as? [String: Any],
-                  let serial = properties["object.serial"] as? Int,
-                  properties["application.process.id"] as? Int == Int(getpid()),
-                  (properties["application.name"] as? String)?.hasPrefix("ALSA plug-in") == true,
-                  let prebuf = properties["pulse.attr.prebuf"] as? Int else { continue }
-            streams[serial] = prebuf
-        }
-        return streams
-    }
-
-    /// `pluginStreams()` once `condition` holds of them, for up to 5 s.
-    private func waitForPluginStreams(_ condition: ([Int: Int]) -> Bool) throws -> [Int: Int] {
-        let deadline = Date().addingTimeInterval(5)
-        while true {
-            let streams = try pluginStreams()
-            if condition(streams) { return streams }
-            guard Date() < deadline else {
-                XCTFail("the plugin's streams did not change as expected: \(streams)")
-                return streams
+        let made = pluginStreams(try PulseSinkInput.waitFor("the stream made at the skip") { streams in
+            let plugin = pluginStreams(streams)
+            // New, and made: the server lists a stream before it gives it its attributes.
+            return !plugin.isEmpty && plugin.allSatisfy {
+                $0.prebufBytes != nil && $0.serial.map { !firstSerials.contains($0) } ?? false
             }
-            usleep(20_000)
+        })
+        XCTAssertEqual(made.count, 1, "one stream after the skip: \(made)")
+        for stream in made {
+            XCTAssertGreaterThan(stream.prebufBytes ?? 0, 0, "the stream made at the skip: its prebuf, bytes (\(stream))")
         }
     }
 }

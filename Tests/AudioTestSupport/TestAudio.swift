@@ -279,6 +279,14 @@ public struct PulseSinkInput: Equatable {
     public var processID: Int?
     /// The stream's name (`media.name`), which the desktop's mixer shows.
     public var name: String?
+    /// The client's name (`application.name`; ALSA's pulse plugin's is `ALSA plug-in [PROGRAM]`).
+    public var applicationName: String?
+    /// PipeWire's serial of the stream's node (`object.serial`): unlike the index, never used
+    /// again for another stream. Nil on PulseAudio.
+    public var serial: Int?
+    /// The stream's `prebuf` in bytes, where the server shows it (`pulse.attr.prebuf`:
+    /// pipewire-pulse does, PulseAudio does not).
+    public var prebufBytes: Int?
 
     /// Waits until `condition` holds for this process's streams on `server` (the process's own
     /// when nil); fails the test with the streams after `timeout`. The streams last seen.
@@ -314,7 +322,10 @@ public struct PulseSinkInput: Equatable {
             return PulseSinkInput(index: index, sink: sink, corked: input["corked"] as? Bool ?? false,
                                   mute: input["mute"] as? Bool ?? false, volume: volume ?? 0,
                                   processID: (properties?["application.process.id"] as? String).flatMap { Int($0) },
-                                  name: properties?["media.name"] as? String)
+                                  name: properties?["media.name"] as? String,
+                                  applicationName: properties?["application.name"] as? String,
+                                  serial: (properties?["object.serial"] as? String).flatMap { Int($0) },
+                                  prebufBytes: (properties?["pulse.attr.prebuf"] as? String).flatMap { Int($0) })
         }.filter { $0.processID == Int(getpid()) }
     }
 }
